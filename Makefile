@@ -1,0 +1,161 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# make            build BPF objects, libxps (static, shared, pkg-config) and xpsctl
+# make test       every test suite (installs what it needs)
+# make demo       the main job: a service accelerated by XPS, with statistics
+# make vm-run CMD="..."   run a command on the patched kernel in QEMU
+# make bench      benchmarks (QUICK=1 for a smoke run)
+# V=1             show the commands
+
+XPS_VERSION := 0.1.0
+LIBXPS_SOVER := 0
+
+OUTPUT ?= .output
+CLANG ?= clang
+CC ?= gcc
+BPFTOOL ?= bpftool
+PKG_CONFIG ?= pkg-config
+PREFIX ?= /usr/local
+
+ARCH_TRIPLET := $(shell $(CC) -dumpmachine 2>/dev/null)
+BPF_ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+INCLUDES := -Iinclude -Iinclude/uapi -I$(OUTPUT)
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror \
+	-I/usr/include/$(ARCH_TRIPLET) $(INCLUDES) -Ibpf
+USER_CFLAGS := -g -O2 -Wall -Wextra -Wno-unused-parameter -Werror \
+	-D_GNU_SOURCE -DXPS_VERSION='"$(XPS_VERSION)"' $(INCLUDES) -Ilibxps
+LIBBPF_LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz)
+
+# the framework is embedded in libxps as a skeleton; handlers are files
+FRAMEWORK := xps_framework
+HANDLERS := echo verdict upper kv
+BPF_OBJS := $(addprefix $(OUTPUT)/bpf/,$(addsuffix .bpf.o,$(FRAMEWORK) $(HANDLERS)))
+BPF_HDRS := $(wildcard bpf/*.bpf.h bpf/*.h bpf/proto/*.h) include/xps/abi.h include/uapi/linux/xps.h
+
+LIB_SRCS := $(wildcard libxps/*.c)
+LIB_OBJS := $(patsubst libxps/%.c,$(OUTPUT)/libxps/%.o,$(LIB_SRCS))
+LIB_PIC_OBJS := $(patsubst libxps/%.c,$(OUTPUT)/libxps/pic/%.o,$(LIB_SRCS))
+CLI_SRCS := $(wildcard cli/*.c)
+CLI_OBJS := $(patsubst cli/%.c,$(OUTPUT)/cli/%.o,$(CLI_SRCS))
+
+LIBXPS_A := $(OUTPUT)/libxps.a
+LIBXPS_SO := $(OUTPUT)/libxps.so.$(XPS_VERSION)
+XPSCTL := $(OUTPUT)/xpsctl
+PCFILE := $(OUTPUT)/libxps.pc
+DEPS_STAMP := $(OUTPUT)/.deps-build
+
+.DELETE_ON_ERROR:
+.PHONY: all clean test test-unit test-integration test-vm demo vm-run bench deps install
+
+all: $(BPF_OBJS) $(LIBXPS_A) $(LIBXPS_SO) $(PCFILE) $(XPSCTL)
+
+# Build dependencies are installed once per checkout (and re-checked when
+# the script changes); deps.sh is a no-op when everything is there.
+$(DEPS_STAMP): scripts/deps.sh
+	$(Q)mkdir -p $(OUTPUT)
+	$(Q)scripts/deps.sh build
+	$(Q)touch $@
+
+deps:
+	scripts/deps.sh all
+
+$(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(DEPS_STAMP)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/$(FRAMEWORK).skel.h: $(OUTPUT)/bpf/$(FRAMEWORK).bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(FRAMEWORK)_bpf > $@
+
+$(OUTPUT)/libxps/%.o: libxps/%.c libxps/*.h include/xps/abi.h $(OUTPUT)/$(FRAMEWORK).skel.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(USER_CFLAGS) -fvisibility=hidden -c $< -o $@
+
+$(OUTPUT)/libxps/pic/%.o: libxps/%.c libxps/*.h include/xps/abi.h $(OUTPUT)/$(FRAMEWORK).skel.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(USER_CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+
+$(LIBXPS_A): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@
+	$(Q)$(AR) rcs $@ $^
+
+$(LIBXPS_SO): $(LIB_PIC_OBJS) libxps/libxps.map
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -Wl,--version-script=libxps/libxps.map \
+		-Wl,-soname,libxps.so.$(LIBXPS_SOVER) -o $@ $(LIB_PIC_OBJS) $(LIBBPF_LIBS)
+	$(Q)ln -sf libxps.so.$(XPS_VERSION) $(OUTPUT)/libxps.so.$(LIBXPS_SOVER)
+	$(Q)ln -sf libxps.so.$(LIBXPS_SOVER) $(OUTPUT)/libxps.so
+
+$(PCFILE): libxps/libxps.pc.in Makefile
+	$(call msg,GEN,$@)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(XPS_VERSION)|' $< > $@
+
+$(OUTPUT)/cli/%.o: cli/%.c cli/*.h libxps/libxps.h include/xps/abi.h | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
+
+$(XPSCTL): $(CLI_OBJS) $(LIBXPS_A)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -o $@ $(CLI_OBJS) $(LIBXPS_A) $(LIBBPF_LIBS)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/xps \
+		$(DESTDIR)$(PREFIX)/include/linux $(DESTDIR)$(PREFIX)/sbin \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man8 \
+		$(DESTDIR)$(PREFIX)/share/xps/bpf
+	install -m 644 $(LIBXPS_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIBXPS_SO) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libxps.so.$(XPS_VERSION) $(DESTDIR)$(PREFIX)/lib/libxps.so.$(LIBXPS_SOVER)
+	ln -sf libxps.so.$(LIBXPS_SOVER) $(DESTDIR)$(PREFIX)/lib/libxps.so
+	install -m 644 libxps/libxps.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/xps/abi.h $(DESTDIR)$(PREFIX)/include/xps/
+	install -m 644 include/uapi/linux/xps.h $(DESTDIR)$(PREFIX)/include/linux/
+	install -m 644 bpf/xps.bpf.h $(DESTDIR)$(PREFIX)/include/xps/
+	install -m 644 $(PCFILE) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 $(XPSCTL) $(DESTDIR)$(PREFIX)/sbin/
+	install -m 644 docs/xpsctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 644 $(filter-out %/$(FRAMEWORK).bpf.o,$(BPF_OBJS)) $(DESTDIR)$(PREFIX)/share/xps/bpf/
+
+# ---- tests -------------------------------------------------------------
+
+test: all
+	$(Q)scripts/deps.sh test
+	$(Q)tests/run-all.sh
+
+test-unit: all
+	$(Q)tests/run-all.sh unit
+
+test-integration: all
+	$(Q)tests/run-all.sh integration
+
+test-vm: all
+	$(Q)tests/run-all.sh vm
+
+demo: all
+	$(Q)scripts/deps.sh test
+	$(Q)scripts/demo.sh
+
+vm-run: all
+	$(Q)scripts/vm-run.sh -- $(CMD)
+
+bench: all
+	$(Q)scripts/deps.sh all
+	$(Q)QUICK=$(QUICK) scripts/bench.sh
+
+clean:
+	$(call msg,CLEAN,$(OUTPUT))
+	$(Q)rm -rf $(OUTPUT)

@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * xps.bpf.h: the header for XPS handler authors.
+ *
+ * A handler is one BPF program in SEC("xps") taking the request as a
+ * struct __sk_buff and returning what one of xps_tx(), xps_drop(),
+ * xps_pass() or xps_reset() returns:
+ *
+ *	XPS_DATA_MAP(struct my_key, struct my_value, 4096);
+ *
+ *	SEC("xps")
+ *	int my_handler(struct __sk_buff *skb)
+ *	{
+ *		__u8 buf[16];
+ *
+ *		if (xps_load(skb, 0, buf, sizeof(buf)))
+ *			return xps_pass(skb);
+ *		...
+ *		if (xps_store(skb, 0, reply, reply_len) ||
+ *		    xps_resize(skb, reply_len))
+ *			return xps_pass(skb);
+ *		return xps_tx(skb);
+ *	}
+ *
+ * The same object runs on every backend: libxps sets xps_backend before it
+ * loads the object, and the verifier prunes the branches of the other
+ * backends, so helpers that only exist for one program type never reach it.
+ * Handlers must not touch the packet through skb->data or bpf_skb_* helpers
+ * directly: payload offsets differ per backend.
+ */
+#ifndef __XPS_BPF_H
+#define __XPS_BPF_H
+
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <linux/in.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include <linux/xps.h>
+#include <xps/abi.h>
+
+#ifndef AF_INET
+#define AF_INET 2
+#endif
+#ifndef AF_INET6
+#define AF_INET6 10
+#endif
+
+/* sockmap verdicts (enum sk_action) */
+#define XPS__SK_DROP 0
+#define XPS__SK_PASS 1
+
+/* Set by libxps before load; never written at run time. */
+const volatile __u32 xps_backend = XPS_BACKEND_NATIVE;
+
+/*
+ * Framework maps a handler shares.  libbpf reuses the instances the
+ * framework pinned under /sys/fs/bpf/xps (pin by name), so the definitions
+ * here must stay identical to the framework's.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xps_run);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_run SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XPS_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct xps_handler_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, XPS_MAX_CONNS);
+	__type(key, __u64);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_sockhash SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XPS_MAX_CONNS);
+	__type(key, __u64);
+	__type(value, struct xps_conn);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_conns SEC(".maps");
+
+/*
+ * XPS_DATA_MAP() declares the handler's data map (the values it serves,
+ * filled through xps_put_data() and friends) and the per-key access
+ * counters behind xps_get_stats().  Both belong to the context: libxps pins
+ * them under /sys/fs/bpf/xps/ctx/<name>/.
+ */
+#define XPS_DATA_MAP(key_type, value_type, entries)			\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_HASH);			\
+		__uint(max_entries, entries);				\
+		__type(key, key_type);					\
+		__type(value, value_type);				\
+	} xps_data SEC(".maps");					\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);		\
+		__uint(max_entries, entries);				\
+		__type(key, key_type);					\
+		__type(value, __u64);					\
+	} xps_keystats SEC(".maps")
+
+static __always_inline struct xps_run *xps__run(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&xps_run, &zero);
+}
+
+/* Payload length of the request as the framework saw it. */
+static __always_inline __u32 xps_len(struct __sk_buff *skb)
+{
+	struct xps_run *run = xps__run();
+
+	return run ? run->payload_len : 0;
+}
+
+/* Copy @len payload bytes at @off into @buf.  0 or negative errno. */
+static __always_inline int xps_load(struct __sk_buff *skb, __u32 off,
+				    void *buf, __u32 len)
+{
+	struct xps_run *run = xps__run();
+
+	if (!run)
+		return -2;
+	return bpf_skb_load_bytes(skb, run->payload_off + off, buf, len);
+}
+
+/*
+ * Write @len bytes at payload offset @off.  Refused (-EBUSY) when the
+ * request may not be consumed (slow-path work outstanding on the
+ * connection): the handler must then PASS the untouched request.
+ */
+static __always_inline int xps_store(struct __sk_buff *skb, __u32 off,
+				     const void *buf, __u32 len)
+{
+	struct xps_run *run = xps__run();
+
+	if (!run || !run->may_consume)
+		return -16;
+	run->rewritten = 1;
+	return bpf_skb_store_bytes(skb, run->payload_off + off, buf, len, 0);
+}
+
+/* Set the payload length of the reply (grow or shrink). */
+static __always_inline int xps_resize(struct __sk_buff *skb, __u32 len)
+{
+	struct xps_run *run = xps__run();
+	int err;
+
+	if (!run || !run->may_consume)
+		return -16;
+	run->rewritten = 1;
+	err = bpf_skb_change_tail(skb, run->payload_off + len, 0);
+	if (!err)
+		run->payload_len = len;
+	return err;
+}
+
+/* Whether a TX/DROP/RESET of this request would be honoured. */
+static __always_inline int xps_may_consume(struct __sk_buff *skb)
+{
+	struct xps_run *run = xps__run();
+
+	return run && run->may_consume;
+}
+
+/* Look a key up in the data map and count the access for statistics. */
+#define xps_data_lookup(key)						\
+	({								\
+		void *__v = bpf_map_lookup_elem(&xps_data, key);	\
+		__u64 *__c = bpf_map_lookup_elem(&xps_keystats, key);	\
+		if (__c) {						\
+			*__c += 1;					\
+		} else {						\
+			__u64 __one = 1;				\
+			bpf_map_update_elem(&xps_keystats, key, &__one,	\
+					    BPF_NOEXIST);		\
+		}							\
+		__v;							\
+	})
+
+#define xps_data_update(key, val) \
+	bpf_map_update_elem(&xps_data, key, val, BPF_ANY)
+#define xps_data_delete(key) bpf_map_delete_elem(&xps_data, key)
+
+enum xps__outcome { XPS__TX, XPS__DROP, XPS__PASS, XPS__RESET, XPS__ERROR };
+
+static __always_inline void xps__account(struct xps_run *run, int outcome,
+					 int error)
+{
+	struct xps_handler_stats *st;
+	__u32 slot = run->slot;
+
+	st = bpf_map_lookup_elem(&xps_stats, &slot);
+	if (!st)
+		return;
+	st->runs++;
+	st->run_ns += bpf_ktime_get_ns() - run->start_ns;
+	if (error)
+		st->errors++;
+	switch (outcome) {
+	case XPS__TX:
+		st->tx++;
+		st->tx_bytes += run->payload_len;
+		break;
+	case XPS__DROP:
+		st->drop++;
+		break;
+	case XPS__RESET:
+		st->reset++;
+		break;
+	default:
+		st->pass++;
+		break;
+	}
+}
+
+/* Remember that the service owes this connection an answer. */
+static __always_inline void xps__mark_slow(struct __sk_buff *skb,
+					   struct xps_run *run)
+{
+	struct xps_conn *conn;
+
+	if (xps_backend != XPS_BACKEND_SOCKMAP)
+		return;
+	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
+	if (conn) {
+		/* TCP runs for one socket are serialised by the socket
+		 * lock, so plain stores cannot race with each other.
+		 */
+		conn->pass_write_seq = run->write_seq;
+		conn->flags |= XPS_CONN_SLOW_PENDING;
+	}
+}
+
+static __always_inline int xps__pass_code(void)
+{
+	if (xps_backend == XPS_BACKEND_SOCKMAP)
+		return XPS__SK_PASS;
+	if (xps_backend == XPS_BACKEND_TC)
+		return TC_ACT_OK;
+	return XPS_PASS;
+}
+
+static __always_inline int xps__drop_code(void)
+{
+	if (xps_backend == XPS_BACKEND_SOCKMAP)
+		return XPS__SK_DROP;
+	if (xps_backend == XPS_BACKEND_TC)
+		return TC_ACT_SHOT;
+	return XPS_DROP;
+}
+
+/* Hand the request to the service's socket as if no handler were there. */
+static __always_inline int xps_pass(struct __sk_buff *skb)
+{
+	struct xps_run *run = xps__run();
+
+	if (!run)
+		return xps__pass_code();
+	if (run->rewritten) {
+		/* The request is gone; passing the half-built reply would
+		 * feed the service garbage.  Drop it and count the error.
+		 */
+		xps__account(run, XPS__DROP, 1);
+		return xps__drop_code();
+	}
+	xps__mark_slow(skb, run);
+	xps__account(run, XPS__PASS, 0);
+	return xps__pass_code();
+}
+
+/* Consume the request without an answer (TCP acknowledges it). */
+static __always_inline int xps_drop(struct __sk_buff *skb)
+{
+	struct xps_run *run = xps__run();
+
+	if (!run)
+		return xps__pass_code();
+	if (!run->may_consume)
+		return xps_pass(skb);
+	xps__account(run, XPS__DROP, 0);
+	return xps__drop_code();
+}
+
+/* Fold a 32-bit one's complement sum into the 16-bit checksum. */
+static __always_inline __u16 xps__csum_fold(__u64 sum)
+{
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)~sum;
+}
+
+#define XPS__CSUM_CHUNK 512
+#define XPS__CSUM_CHUNKS 4
+
+/* Scratch for the UDP checksum, one per CPU (TC runs with BH off). */
+struct xps__csum_buf {
+	__u8 b[XPS__CSUM_CHUNK];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xps__csum_buf);
+} xps__csum_scratch SEC(".maps");
+
+/*
+ * TC backend: turn the (rewritten) request in place into the reply
+ * datagram and bounce it out of the interface it came in on.  The UDP
+ * checksum is recomputed over the whole reply: bpf_csum_diff takes at most
+ * 512 bytes a call, so the payload goes through a per-CPU buffer in chunks.
+ */
+static __always_inline int xps__tc_tx(struct __sk_buff *skb,
+				      struct xps_run *run)
+{
+	__u32 zero = 0, l3 = run->l3_off, l4 = run->l4_off;
+	__u32 udp_len = sizeof(struct udphdr) + run->payload_len;
+	struct xps__csum_buf *cb;
+	struct ethhdr eth;
+	struct udphdr uh;
+	__u64 sum = 0;
+	__u16 tmp16;
+	int i;
+
+	if (bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)) ||
+	    bpf_skb_load_bytes(skb, l4, &uh, sizeof(uh)))
+		return -1;
+	/* swap link-layer addresses */
+	{
+		__u8 mac[ETH_ALEN];
+
+		__builtin_memcpy(mac, eth.h_dest, ETH_ALEN);
+		__builtin_memcpy(eth.h_dest, eth.h_source, ETH_ALEN);
+		__builtin_memcpy(eth.h_source, mac, ETH_ALEN);
+	}
+	tmp16 = uh.source;
+	uh.source = uh.dest;
+	uh.dest = tmp16;
+	uh.len = bpf_htons(udp_len);
+	uh.check = 0;
+
+	if (run->family == AF_INET) {
+		struct iphdr ip;
+		__u32 a;
+
+		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)))
+			return -1;
+		a = ip.saddr;
+		ip.saddr = ip.daddr;
+		ip.daddr = a;
+		ip.tot_len = bpf_htons(l4 - l3 + udp_len);
+		ip.ttl = 64;
+		ip.check = 0;
+		sum = bpf_csum_diff(0, 0, (__be32 *)&ip, sizeof(ip), 0);
+		ip.check = xps__csum_fold(sum);
+		if (bpf_skb_store_bytes(skb, l3, &ip, sizeof(ip), 0))
+			return -1;
+		/* pseudo header: addresses, protocol, UDP length */
+		sum = (__u64)ip.saddr + ip.daddr +
+		      bpf_htons(IPPROTO_UDP) + bpf_htons(udp_len);
+	} else {
+		struct ipv6hdr ip6;
+		struct in6_addr a;
+
+		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)))
+			return -1;
+		a = ip6.saddr;
+		ip6.saddr = ip6.daddr;
+		ip6.daddr = a;
+		ip6.payload_len = bpf_htons(udp_len);
+		ip6.hop_limit = 64;
+		if (bpf_skb_store_bytes(skb, l3, &ip6, sizeof(ip6), 0))
+			return -1;
+		sum = bpf_csum_diff(0, 0, (__be32 *)&ip6.saddr, 32, 0);
+		sum += bpf_htonl(udp_len) + bpf_htonl(IPPROTO_UDP);
+	}
+	sum += bpf_csum_diff(0, 0, (__be32 *)&uh, sizeof(uh), 0);
+
+	cb = bpf_map_lookup_elem(&xps__csum_scratch, &zero);
+	if (!cb)
+		return -1;
+	for (i = 0; i < XPS__CSUM_CHUNKS; i++) {
+		__u32 off = i * XPS__CSUM_CHUNK;
+		__u32 n;
+
+		if (off >= run->payload_len)
+			break;
+		n = run->payload_len - off;
+		if (n > XPS__CSUM_CHUNK)
+			n = XPS__CSUM_CHUNK;
+		/* zero the tail so an odd length sums as if padded */
+		__builtin_memset(cb->b, 0, sizeof(cb->b));
+		if (n < 1)
+			return -1; /* for the verifier: n is in [1, 512] */
+		if (bpf_skb_load_bytes(skb, run->payload_off + off, cb->b, n))
+			return -1;
+		sum += bpf_csum_diff(0, 0, (__be32 *)cb->b,
+				     XPS__CSUM_CHUNK, 0);
+	}
+	if (run->payload_len > XPS__CSUM_CHUNK * XPS__CSUM_CHUNKS)
+		return -1;
+	uh.check = xps__csum_fold(sum);
+	if (!uh.check)
+		uh.check = 0xffff;
+	if (bpf_skb_store_bytes(skb, l4, &uh, sizeof(uh), 0) ||
+	    bpf_skb_store_bytes(skb, 0, &eth, sizeof(eth), 0))
+		return -1;
+	return bpf_redirect(skb->ifindex, 0);
+}
+
+/* Send the payload, as the handler left it, back to the client. */
+static __always_inline int xps_tx(struct __sk_buff *skb)
+{
+	struct xps_run *run = xps__run();
+	int ret;
+
+	if (!run)
+		return xps__pass_code();
+	if (!run->may_consume)
+		return xps_pass(skb);
+	if (xps_backend == XPS_BACKEND_SOCKMAP) {
+		ret = bpf_sk_redirect_hash(skb, &xps_sockhash, &run->cookie, 0);
+		xps__account(run, ret == XPS__SK_PASS ? XPS__TX : XPS__DROP,
+			     ret != XPS__SK_PASS);
+		return ret;
+	}
+	if (xps_backend == XPS_BACKEND_TC) {
+		ret = xps__tc_tx(skb, run);
+		if (ret != TC_ACT_REDIRECT) {
+			xps__account(run, XPS__DROP, 1);
+			return TC_ACT_SHOT;
+		}
+		xps__account(run, XPS__TX, 0);
+		return ret;
+	}
+	xps__account(run, XPS__TX, 0);
+	return XPS_TX;
+}
+
+/* TCP: reset the connection.  UDP: drop the datagram. */
+static __always_inline int xps_reset(struct __sk_buff *skb)
+{
+	struct xps_run *run = xps__run();
+	struct xps_conn *conn;
+
+	if (!run)
+		return xps__pass_code();
+	if (!run->may_consume)
+		return xps_pass(skb);
+	if (xps_backend == XPS_BACKEND_SOCKMAP) {
+		/* The stock kernel cannot reset from here: the TC egress
+		 * program turns the connection's next segment (the ACK of
+		 * this request) into an RST and mirrors one to the socket.
+		 */
+		conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
+		if (!conn) {
+			xps__account(run, XPS__DROP, 1);
+			return XPS__SK_DROP;
+		}
+		conn->reset_pending = 1;
+		xps__account(run, XPS__RESET, 0);
+		return XPS__SK_DROP;
+	}
+	xps__account(run, XPS__RESET, 0);
+	if (xps_backend == XPS_BACKEND_TC)
+		return TC_ACT_SHOT;
+	return XPS_RESET;
+}
+
+#endif /* __XPS_BPF_H */

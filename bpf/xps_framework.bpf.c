@@ -1,0 +1,704 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The XPS extension framework: predicate table lookup, L7 composability and
+ * dispatch to the handler by tail call, for every backend.
+ *
+ *  native	xps_native_tcp / xps_native_udp, run by the patched kernel's
+ *		hook (SK_SKB with the BPF_XPS_* attach types set by libxps)
+ *  sockmap	xps_sockops enrols accepted TCP connections that match a
+ *		predicate into xps_sockhash; xps_stream_verdict runs on their
+ *		data; xps_tc_egress completes RESET
+ *  tc		xps_tc_ingress runs UDP handlers on the interface's ingress
+ *
+ * libxps loads only the programs of the backend in use.
+ */
+#include "xps.bpf.h"
+#include <linux/tcp.h>
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Only the fields XPS reads; CO-RE relocates them against the kernel. */
+struct tcp_sock___xps {
+	__u32 rcv_nxt;
+	__u32 copied_seq;
+	__u32 write_seq;
+} __attribute__((preserve_access_index));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xps_config);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XPS_MAX_PREDICATES);
+	__type(key, struct xps_pred_key);
+	__type(value, struct xps_pred_value);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_preds SEC(".maps");
+
+/* index 0: TCP, 1: UDP */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct xps_pred_masks);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_masks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XPS_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct xps_slot);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XPS_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct xps_ctx_info);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_ctxinfo SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XPS_MAX_COMP);
+	__type(key, struct xps_comp_key);
+	__type(value, struct xps_comp_value);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_comp SEC(".maps");
+
+/*
+ * One program array per protocol: the kernel only tail-calls between
+ * programs of the same type and expected attach type, and a backend's TCP
+ * and UDP entry points differ in at least one of them.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, XPS_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_progs_tcp SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, XPS_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_progs_udp SEC(".maps");
+
+/* Control-plane bookkeeping only: never read by the programs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XPS_MAX_TC_IFS);
+	__type(key, __u32);
+	__type(value, struct xps_tc_if);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_tcifs SEC(".maps");
+
+static __always_inline struct xps_config *config(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&xps_config, &zero);
+}
+
+/*
+ * Read a ctx field with a load of its own.  Without volatile clang may
+ * form a pointer into the ctx (e.g. &ctx->local_ip6[0]) and load through
+ * it, which the verifier rejects ("dereference of modified ctx ptr").
+ */
+#define CTX_READ(x) (*(volatile __typeof__(x) *)&(x))
+
+static __always_inline void set_v4(__u8 *dst, __u32 addr_be)
+{
+	__builtin_memset(dst, 0, 10);
+	dst[10] = 0xff;
+	dst[11] = 0xff;
+	__builtin_memcpy(dst + 12, &addr_be, 4);
+}
+
+static __always_inline int is_v4_mapped(const __u32 *a)
+{
+	return a[0] == 0 && a[1] == 0 && a[2] == bpf_htonl(0xffff);
+}
+
+/*
+ * Most specific match: try the masks in use, most specific first (libxps
+ * keeps them sorted), and stop at the first hit.
+ */
+static __always_inline int pred_lookup(const struct xps_pred_key *full,
+				       __u32 *slot)
+{
+	__u32 idx = full->proto == IPPROTO_UDP;
+	struct xps_pred_masks *masks;
+	struct xps_pred_value *val;
+	struct xps_pred_key key;
+	int i;
+
+	masks = bpf_map_lookup_elem(&xps_masks, &idx);
+	if (!masks)
+		return -1;
+	for (i = 0; i < XPS_PRED_NMASKS; i++) {
+		__u8 m;
+
+		if (i >= masks->count)
+			break;
+		m = masks->masks[i];
+		__builtin_memset(&key, 0, sizeof(key));
+		key.proto = full->proto;
+		key.mask = m;
+		if (m & XPS_PRED_FAMILY)
+			key.family = full->family;
+		if (m & XPS_PRED_LPORT)
+			key.lport = full->lport;
+		if (m & XPS_PRED_RPORT)
+			key.rport = full->rport;
+		if (m & XPS_PRED_LADDR)
+			__builtin_memcpy(key.laddr, full->laddr, 16);
+		if (m & XPS_PRED_RADDR)
+			__builtin_memcpy(key.raddr, full->raddr, 16);
+		val = bpf_map_lookup_elem(&xps_preds, &key);
+		if (val) {
+			*slot = val->slot;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Build the predicate key of a socket-level context (sk_skb). */
+static __always_inline void key_from_skb(struct __sk_buff *skb, __u8 proto,
+					 struct xps_pred_key *k)
+{
+	__u32 rport = skb->remote_port;
+
+	__builtin_memset(k, 0, sizeof(*k));
+	k->proto = proto;
+	k->lport = skb->local_port;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	rport >>= 16;	/* the kernel shifts the big-endian port up */
+#endif
+	k->rport = bpf_ntohs((__u16)rport);
+	if (skb->family == AF_INET) {
+		k->family = AF_INET;
+		set_v4(k->laddr, skb->local_ip4);
+		set_v4(k->raddr, skb->remote_ip4);
+	} else {
+		__u32 l[4], r[4];
+
+		l[0] = CTX_READ(skb->local_ip6[0]);
+		l[1] = CTX_READ(skb->local_ip6[1]);
+		l[2] = CTX_READ(skb->local_ip6[2]);
+		l[3] = CTX_READ(skb->local_ip6[3]);
+		r[0] = CTX_READ(skb->remote_ip6[0]);
+		r[1] = CTX_READ(skb->remote_ip6[1]);
+		r[2] = CTX_READ(skb->remote_ip6[2]);
+		r[3] = CTX_READ(skb->remote_ip6[3]);
+		/* v4-mapped traffic on a dual-stack socket is IPv4 traffic */
+		k->family = is_v4_mapped(r) ? AF_INET : AF_INET6;
+		__builtin_memcpy(k->laddr, l, 16);
+		__builtin_memcpy(k->raddr, r, 16);
+	}
+}
+
+static __always_inline void count_only(__u32 slot, __u64 start, int error)
+{
+	struct xps_handler_stats *st = bpf_map_lookup_elem(&xps_stats, &slot);
+
+	if (!st)
+		return;
+	st->runs++;
+	st->pass++;
+	st->run_ns += bpf_ktime_get_ns() - start;
+	if (error)
+		st->errors++;
+}
+
+/*
+ * Resolve composability: a COMP slot selects its sub-context by the value
+ * of comp_len payload bytes at comp_offset.  Returns the slot to run, or -1
+ * to pass (counted on the comp context).
+ */
+static __always_inline int resolve_slot(struct __sk_buff *skb,
+					struct xps_run *run, __u32 slot)
+{
+	struct xps_comp_value *sub;
+	struct xps_comp_key ck = {};
+	struct xps_slot *s;
+	__u8 v[XPS_COMP_MAX_LEN] = {};
+	__u32 len, i;
+
+	s = bpf_map_lookup_elem(&xps_slots, &slot);
+	if (!s || !(s->flags & XPS_SLOT_ACTIVE))
+		return -1;
+	if (!(s->flags & XPS_SLOT_COMP))
+		return slot;
+
+	len = s->comp_len;
+	if (len < 1 || len > XPS_COMP_MAX_LEN ||
+	    s->comp_offset + len > run->payload_len) {
+		/* no value at the offset yet: not a message boundary */
+		count_only(slot, run->start_ns, 0);
+		return -1;
+	}
+	/* a constant size for the verifier; extra bytes are zeroed below */
+	if (bpf_skb_load_bytes(skb, run->payload_off + s->comp_offset, v,
+			       len) < 0) {
+		count_only(slot, run->start_ns, 1);
+		return -1;
+	}
+	/* the value is the len bytes as they appear on the wire */
+	for (i = 0; i < XPS_COMP_MAX_LEN; i++)
+		if (i >= len)
+			v[i] = 0;
+	__builtin_memcpy(&ck.value, v, sizeof(ck.value));
+	ck.slot = slot;
+	sub = bpf_map_lookup_elem(&xps_comp, &ck);
+	if (!sub) {
+		count_only(slot, run->start_ns, 0);
+		return -1;
+	}
+	return sub->slot;
+}
+
+static __always_inline struct xps_run *run_begin(void)
+{
+	struct xps_run *run = xps__run();
+
+	if (!run)
+		return NULL;
+	__builtin_memset(run, 0, sizeof(*run));
+	run->start_ns = bpf_ktime_get_ns();
+	return run;
+}
+
+/* ---- native backend ------------------------------------------------ */
+
+static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
+				      void *progs)
+{
+	struct xps_pred_key key;
+	struct xps_run *run;
+	__u32 slot;
+	int sub;
+
+	if (!skb->len)
+		return XPS_PASS;
+	run = run_begin();
+	if (!run)
+		return XPS_PASS;
+	key_from_skb(skb, proto, &key);
+	if (pred_lookup(&key, &slot))
+		return XPS_PASS;
+	run->proto = proto;
+	run->family = key.family;
+	run->payload_len = skb->len;
+	/* the hook checked everything that makes consuming unsafe */
+	run->may_consume = 1;
+	run->cookie = bpf_get_socket_cookie(skb);
+	sub = resolve_slot(skb, run, slot);
+	if (sub < 0)
+		return XPS_PASS;
+	run->slot = sub;
+	bpf_tail_call(skb, progs, sub);
+	count_only(sub, run->start_ns, 1);
+	return XPS_PASS;
+}
+
+SEC("sk_skb")
+int xps_native_tcp(struct __sk_buff *skb)
+{
+	return native_run(skb, IPPROTO_TCP, &xps_progs_tcp);
+}
+
+SEC("sk_skb")
+int xps_native_udp(struct __sk_buff *skb)
+{
+	return native_run(skb, IPPROTO_UDP, &xps_progs_udp);
+}
+
+/* ---- stock TCP: sockmap --------------------------------------------- */
+
+SEC("sockops")
+int xps_sockops(struct bpf_sock_ops *skops)
+{
+	struct xps_pred_key key = {};
+	struct xps_config *cfg;
+	struct xps_conn conn = {};
+	__u32 slot, rport;
+	__u64 cookie;
+
+	switch (skops->op) {
+	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
+		break;
+	case BPF_SOCK_OPS_STATE_CB:
+		if (skops->args[1] == BPF_TCP_CLOSE) {
+			cookie = bpf_get_socket_cookie(skops);
+			bpf_map_delete_elem(&xps_conns, &cookie);
+		}
+		return 1;
+	default:
+		return 1;
+	}
+
+	cfg = config();
+	if (!cfg || cfg->backend_tcp != XPS_BACKEND_SOCKMAP)
+		return 1;
+
+	key.proto = IPPROTO_TCP;
+	key.lport = skops->local_port;
+	rport = skops->remote_port;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	rport >>= 16;
+#endif
+	key.rport = bpf_ntohs((__u16)rport);
+	if (skops->family == AF_INET) {
+		key.family = AF_INET;
+		set_v4(key.laddr, skops->local_ip4);
+		set_v4(key.raddr, skops->remote_ip4);
+	} else {
+		__u32 l[4], r[4];
+
+		l[0] = CTX_READ(skops->local_ip6[0]);
+		l[1] = CTX_READ(skops->local_ip6[1]);
+		l[2] = CTX_READ(skops->local_ip6[2]);
+		l[3] = CTX_READ(skops->local_ip6[3]);
+		r[0] = CTX_READ(skops->remote_ip6[0]);
+		r[1] = CTX_READ(skops->remote_ip6[1]);
+		r[2] = CTX_READ(skops->remote_ip6[2]);
+		r[3] = CTX_READ(skops->remote_ip6[3]);
+		key.family = is_v4_mapped(r) ? AF_INET : AF_INET6;
+		__builtin_memcpy(key.laddr, l, 16);
+		__builtin_memcpy(key.raddr, r, 16);
+	}
+	if (pred_lookup(&key, &slot))
+		return 1;
+
+	cookie = bpf_get_socket_cookie(skops);
+	conn.slot = slot;
+	conn.gen = cfg->generation;
+	if (bpf_map_update_elem(&xps_conns, &cookie, &conn, BPF_ANY))
+		return 1;
+	if (bpf_sock_hash_update(skops, &xps_sockhash, &cookie, BPF_NOEXIST)) {
+		bpf_map_delete_elem(&xps_conns, &cookie);
+		return 1;
+	}
+	/* to forget the connection when it closes */
+	bpf_sock_ops_cb_flags_set(skops, BPF_SOCK_OPS_STATE_CB_FLAG);
+	return 1;
+}
+
+/*
+ * Whether a reply from the kernel may go out now without overtaking the
+ * service: nothing but this skb is unread on the socket and, if the service
+ * was handed a request, it has since read everything and written.
+ */
+static __always_inline int sockmap_may_consume(struct __sk_buff *skb,
+					       struct xps_conn *conn,
+					       struct xps_run *run)
+{
+	struct tcp_sock___xps *tp;
+	struct bpf_sock *sk = skb->sk;
+
+	if (!sk)
+		return 0;
+	tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(sk);
+	if (!tp)
+		return 0;
+	run->write_seq = tp->write_seq;
+	if (tp->rcv_nxt - tp->copied_seq != skb->len)
+		return 0;
+	if (conn->flags & XPS_CONN_SLOW_PENDING) {
+		if (tp->write_seq == conn->pass_write_seq)
+			return 0;
+		conn->flags &= ~XPS_CONN_SLOW_PENDING;
+	}
+	return 1;
+}
+
+/*
+ * Stream parser: every chunk TCP has queued is one "message".  Framing
+ * stays the handler's business (as on the native hook); the parser is there
+ * because in verdict-only mode the kernel wakes the owner after every
+ * consumed skb (sk_psock_verdict_data_ready), which turns an epoll service
+ * into a busy loop of EPOLLIN followed by EAGAIN.
+ */
+SEC("sk_skb/stream_parser")
+int xps_stream_parser(struct __sk_buff *skb)
+{
+	return skb->len;
+}
+
+SEC("sk_skb/stream_verdict")
+int xps_stream_verdict(struct __sk_buff *skb)
+{
+	struct xps_pred_key key;
+	struct xps_config *cfg;
+	struct xps_conn *conn;
+	struct xps_run *run;
+	__u64 cookie;
+	__u32 slot;
+	int sub;
+
+	/* a bare FIN reaches the verdict as an empty skb: not a request */
+	if (!skb->len)
+		return XPS__SK_PASS;
+	run = run_begin();
+	cfg = config();
+	if (!run || !cfg)
+		return XPS__SK_PASS;
+	cookie = bpf_get_socket_cookie(skb);
+	conn = bpf_map_lookup_elem(&xps_conns, &cookie);
+	if (!conn)
+		return XPS__SK_PASS;
+	/* re-resolve the slot only after a control-plane change */
+	if (conn->gen != cfg->generation) {
+		key_from_skb(skb, IPPROTO_TCP, &key);
+		if (pred_lookup(&key, &slot)) {
+			conn->flags |= XPS_CONN_NO_SLOT;
+		} else {
+			conn->flags &= ~XPS_CONN_NO_SLOT;
+			conn->slot = slot;
+		}
+		conn->gen = cfg->generation;
+	}
+	if (conn->flags & XPS_CONN_NO_SLOT)
+		return XPS__SK_PASS;
+
+	run->cookie = cookie;
+	run->proto = IPPROTO_TCP;
+	run->family = skb->family == AF_INET ? AF_INET : AF_INET6;
+	run->payload_len = skb->len;
+	run->may_consume = sockmap_may_consume(skb, conn, run);
+	sub = resolve_slot(skb, run, conn->slot);
+	if (sub < 0)
+		return XPS__SK_PASS;
+	run->slot = sub;
+	bpf_tail_call(skb, &xps_progs_tcp, sub);
+	count_only(sub, run->start_ns, 1);
+	return XPS__SK_PASS;
+}
+
+/*
+ * RESET on the stock backend.  A stream verdict program can only pass,
+ * drop or redirect, so the handler's RESET drops the request and marks the
+ * connection; the next segment the socket sends (at the latest the delayed
+ * ACK of that request) is turned into an RST for the client, and a mirrored
+ * RST (seq = the socket's rcv_nxt, which the segment's ack_seq carries) is
+ * injected on ingress so the server's socket is closed too.
+ */
+SEC("tc")
+int xps_tc_egress(struct __sk_buff *skb)
+{
+	__u32 l3 = sizeof(struct ethhdr), l4, seq, ack, a4;
+	struct xps_conn *conn;
+	struct tcphdr th;
+	__u16 old_flags, new_flags;
+	__u64 cookie;
+	__u8 family;
+
+	cookie = bpf_get_socket_cookie(skb);
+	if (!cookie)
+		return TC_ACT_OK;
+	conn = bpf_map_lookup_elem(&xps_conns, &cookie);
+	if (!conn || !conn->reset_pending)
+		return TC_ACT_OK;
+
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct iphdr ip;
+
+		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)) ||
+		    ip.protocol != IPPROTO_TCP)
+			return TC_ACT_OK;
+		family = AF_INET;
+		l4 = l3 + ip.ihl * 4;
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr ip6;
+
+		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)) ||
+		    ip6.nexthdr != IPPROTO_TCP)
+			return TC_ACT_OK;
+		family = AF_INET6;
+		l4 = l3 + sizeof(ip6);
+	} else {
+		return TC_ACT_OK;
+	}
+	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
+		return TC_ACT_OK;
+	conn->reset_pending = 0;
+
+	/* 16-bit word 6 of the TCP header holds data offset and flags */
+	__builtin_memcpy(&old_flags, (__u8 *)&th + 12, 2);
+
+	/*
+	 * Mirror: swap addresses, ports and seq/ack.  Swapping 32-bit
+	 * aligned fields leaves the one's complement sums unchanged, so only
+	 * the flag change needs a checksum update.
+	 */
+	{
+		struct tcphdr m = th;
+		struct ethhdr eth;
+		__u8 mac[ETH_ALEN];
+
+		m.source = th.dest;
+		m.dest = th.source;
+		seq = th.seq;
+		ack = th.ack_seq;
+		m.seq = ack;
+		m.ack_seq = seq;
+		m.fin = 0;
+		m.syn = 0;
+		m.psh = 0;
+		m.ack = 0;
+		m.urg = 0;
+		m.rst = 1;
+		__builtin_memcpy(&new_flags, (__u8 *)&m + 12, 2);
+		m.check = th.check;
+		if (bpf_skb_store_bytes(skb, l4, &m, sizeof(m), 0) ||
+		    bpf_l4_csum_replace(skb, l4 + 16, old_flags, new_flags, 2))
+			goto forward;
+		if (family == AF_INET) {
+			if (bpf_skb_load_bytes(skb, l3 + 12, &a4, 4) ||
+			    bpf_skb_load_bytes(skb, l3 + 16, &seq, 4) ||
+			    bpf_skb_store_bytes(skb, l3 + 12, &seq, 4, 0) ||
+			    bpf_skb_store_bytes(skb, l3 + 16, &a4, 4, 0))
+				goto forward;
+		} else {
+			__u8 s6[16], d6[16];
+
+			if (bpf_skb_load_bytes(skb, l3 + 8, s6, 16) ||
+			    bpf_skb_load_bytes(skb, l3 + 24, d6, 16) ||
+			    bpf_skb_store_bytes(skb, l3 + 8, d6, 16, 0) ||
+			    bpf_skb_store_bytes(skb, l3 + 24, s6, 16, 0))
+				goto forward;
+		}
+		if (!bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth))) {
+			__builtin_memcpy(mac, eth.h_dest, ETH_ALEN);
+			__builtin_memcpy(eth.h_dest, eth.h_source, ETH_ALEN);
+			__builtin_memcpy(eth.h_source, mac, ETH_ALEN);
+			bpf_skb_store_bytes(skb, 0, &eth, sizeof(eth), 0);
+		}
+		bpf_clone_redirect(skb, skb->ifindex, BPF_F_INGRESS);
+		/* undo the mirror for the segment that goes to the client */
+		if (!bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth))) {
+			__builtin_memcpy(mac, eth.h_dest, ETH_ALEN);
+			__builtin_memcpy(eth.h_dest, eth.h_source, ETH_ALEN);
+			__builtin_memcpy(eth.h_source, mac, ETH_ALEN);
+			bpf_skb_store_bytes(skb, 0, &eth, sizeof(eth), 0);
+		}
+		if (family == AF_INET) {
+			bpf_skb_load_bytes(skb, l3 + 16, &seq, 4);
+			bpf_skb_store_bytes(skb, l3 + 12, &seq, 4, 0);
+			bpf_skb_store_bytes(skb, l3 + 16, &a4, 4, 0);
+		} else {
+			__u8 s6[16], d6[16];
+
+			if (!bpf_skb_load_bytes(skb, l3 + 8, s6, 16) &&
+			    !bpf_skb_load_bytes(skb, l3 + 24, d6, 16)) {
+				bpf_skb_store_bytes(skb, l3 + 8, d6, 16, 0);
+				bpf_skb_store_bytes(skb, l3 + 24, s6, 16, 0);
+			}
+		}
+		if (bpf_skb_load_bytes(skb, l4, &m, sizeof(m)))
+			return TC_ACT_SHOT;
+		th.check = m.check;
+		if (bpf_skb_store_bytes(skb, l4, &th, sizeof(th), 0) ||
+		    bpf_l4_csum_replace(skb, l4 + 16, new_flags, old_flags, 2))
+			return TC_ACT_SHOT;
+	}
+forward:
+	/* RST|ACK at the socket's snd_nxt: the client accepts it exactly */
+	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
+		return TC_ACT_OK;
+	__builtin_memcpy(&old_flags, (__u8 *)&th + 12, 2);
+	th.rst = 1;
+	th.psh = 0;
+	th.fin = 0;
+	th.ack = 1;
+	__builtin_memcpy(&new_flags, (__u8 *)&th + 12, 2);
+	bpf_skb_store_bytes(skb, l4 + 12, &new_flags, 2, 0);
+	bpf_l4_csum_replace(skb, l4 + 16, old_flags, new_flags, 2);
+	return TC_ACT_OK;
+}
+
+/* ---- stock UDP: TC ingress ------------------------------------------ */
+
+SEC("tc")
+int xps_tc_ingress(struct __sk_buff *skb)
+{
+	__u32 l3 = sizeof(struct ethhdr), l4, slot;
+	struct xps_pred_key key = {};
+	struct xps_config *cfg;
+	struct xps_run *run;
+	struct udphdr uh;
+	__u32 ulen;
+	int sub;
+
+	cfg = config();
+	if (!cfg || cfg->backend_udp != XPS_BACKEND_TC)
+		return TC_ACT_OK;
+	key.proto = IPPROTO_UDP;
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct iphdr ip;
+
+		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)) ||
+		    ip.protocol != IPPROTO_UDP)
+			return TC_ACT_OK;
+		/* fragments go to the socket: only it can reassemble */
+		if (ip.frag_off & bpf_htons(0x3fff))
+			return TC_ACT_OK;
+		key.family = AF_INET;
+		set_v4(key.laddr, ip.daddr);
+		set_v4(key.raddr, ip.saddr);
+		l4 = l3 + ip.ihl * 4;
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr ip6;
+
+		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)) ||
+		    ip6.nexthdr != IPPROTO_UDP)
+			return TC_ACT_OK;
+		key.family = AF_INET6;
+		__builtin_memcpy(key.laddr, &ip6.daddr, 16);
+		__builtin_memcpy(key.raddr, &ip6.saddr, 16);
+		l4 = l3 + sizeof(ip6);
+	} else {
+		return TC_ACT_OK;
+	}
+	if (bpf_skb_load_bytes(skb, l4, &uh, sizeof(uh)))
+		return TC_ACT_OK;
+	ulen = bpf_ntohs(uh.len);
+	if (ulen < sizeof(uh) || l4 + ulen > skb->len)
+		return TC_ACT_OK;
+	key.lport = bpf_ntohs(uh.dest);
+	key.rport = bpf_ntohs(uh.source);
+
+	run = run_begin();
+	if (!run)
+		return TC_ACT_OK;
+	if (pred_lookup(&key, &slot))
+		return TC_ACT_OK;
+	run->proto = IPPROTO_UDP;
+	run->family = key.family;
+	run->l3_off = l3;
+	run->l4_off = l4;
+	run->payload_off = l4 + sizeof(uh);
+	run->payload_len = ulen - sizeof(uh);
+	run->may_consume = 1;
+	sub = resolve_slot(skb, run, slot);
+	if (sub < 0)
+		return TC_ACT_OK;
+	run->slot = sub;
+	bpf_tail_call(skb, &xps_progs_udp, sub);
+	count_only(sub, run->start_ns, 1);
+	return TC_ACT_OK;
+}

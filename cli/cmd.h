@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* xpsctl's command tables and the helpers its commands share. */
+#ifndef __XPSCTL_CMD_H
+#define __XPSCTL_CMD_H
+
+#include <stdbool.h>
+#include <linux/types.h>
+#include "libxps.h"
+
+#define XPS_CTX_OPTS(var, nm)						\
+	struct xps_context_opts var = {					\
+		.sz = sizeof(struct xps_context_opts), .name = (nm) }
+
+struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+};
+
+int dispatch(const struct cmd *cmds, int argc, char **argv, const char *what);
+bool is_prefix(const char *arg, const char *full);
+int next_arg(int *argc, char ***argv, const char *opt, const char **val);
+int parse_u32(const char *s, const char *what, __u32 max, __u32 *out);
+int lib_err(const char *what, int err);
+
+/* "tcp"/"udp" of a predicate key */
+const char *proto_name(__u8 proto);
+/* Open NAME or report why not (returns NULL after printing the error). */
+struct xps_context *open_ctx(const char *name);
+
+int do_handler(int argc, char **argv);
+int do_stats(int argc, char **argv);
+int do_data(int argc, char **argv);
+
+#endif

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* xpsctl data: put, update, set, get, del, dump on a handler's data map. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+
+#include "cmd.h"
+#include "codec.h"
+#include "out.h"
+
+struct data_io {
+	struct xps_context *ctx;
+	struct codec key, val;
+	void *k, *v;
+};
+
+static void io_free(struct data_io *io)
+{
+	codec_free(&io->key);
+	codec_free(&io->val);
+	free(io->k);
+	free(io->v);
+	xps_context__close(io->ctx);
+}
+
+static int io_open(struct data_io *io, const char *name)
+{
+	int fd, err;
+
+	memset(io, 0, sizeof(*io));
+	io->ctx = open_ctx(name);
+	if (!io->ctx)
+		return -1;
+	fd = xps_context__data_fd(io->ctx);
+	if (fd < 0) {
+		lib_err(name, fd);
+		return -1;
+	}
+	err = codec_init(&io->key, fd, 0);
+	if (!err)
+		err = codec_init(&io->val, fd, 1);
+	if (err) {
+		lib_err(name, err);
+		return -1;
+	}
+	io->k = calloc(1, io->key.size);
+	io->v = calloc(1, io->val.size);
+	if (!io->k || !io->v) {
+		p_err("out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static int encode(const struct codec *c, const char *what, const char *text,
+		  void *buf)
+{
+	char err[256];
+
+	if (codec_encode(c, text, buf, err, sizeof(err))) {
+		p_err("%s: %s", what, err);
+		return -1;
+	}
+	return 0;
+}
+
+static void print_entry(const struct data_io *io)
+{
+	char k[1024], v[4096];
+
+	codec_decode(&io->key, io->k, k, sizeof(k));
+	codec_decode(&io->val, io->v, v, sizeof(v));
+	out_begin_object(NULL);
+	out_str("key", k);
+	out_str("value", v);
+	out_end_object();
+}
+
+static int write_cmd(int argc, char **argv, const char *cmd,
+		     int (*op)(struct xps_context *, const void *, const void *))
+{
+	struct data_io io;
+	int err, ret = 1;
+
+	if (argc != 3) {
+		p_err("usage: xpsctl data %s NAME KEY VALUE", cmd);
+		return 1;
+	}
+	if (io_open(&io, argv[0]) || encode(&io.key, "KEY", argv[1], io.k) ||
+	    encode(&io.val, "VALUE", argv[2], io.v))
+		goto out;
+	err = op(io.ctx, io.k, io.v);
+	if (err == -EEXIST)
+		p_err("data %s: key '%s' exists (use 'data update' or 'data set')",
+		      cmd, argv[1]);
+	else if (err == -ENOENT)
+		p_err("data %s: no key '%s' (use 'data put' or 'data set')",
+		      cmd, argv[1]);
+	else if (err)
+		lib_err("data", err);
+	else {
+		print_entry(&io);
+		ret = 0;
+	}
+out:
+	io_free(&io);
+	return ret;
+}
+
+static int do_put(int argc, char **argv)
+{
+	return write_cmd(argc, argv, "put", xps_put_data);
+}
+
+static int do_update(int argc, char **argv)
+{
+	return write_cmd(argc, argv, "update", xps_update_data);
+}
+
+static int do_set(int argc, char **argv)
+{
+	return write_cmd(argc, argv, "set", xps_set_data);
+}
+
+static int key_cmd(int argc, char **argv, bool del)
+{
+	struct data_io io;
+	int err, ret = 1;
+
+	if (argc != 2) {
+		p_err("usage: xpsctl data %s NAME KEY", del ? "del" : "get");
+		return 1;
+	}
+	if (io_open(&io, argv[0]) || encode(&io.key, "KEY", argv[1], io.k))
+		goto out;
+	err = xps_get_data(io.ctx, io.k, io.v);
+	if (!err && del)
+		err = xps_delete_data(io.ctx, io.k);
+	if (err == -ENOENT)
+		p_err("no key '%s' in %s", argv[1], argv[0]);
+	else if (err)
+		lib_err("data", err);
+	else {
+		print_entry(&io);
+		ret = 0;
+	}
+out:
+	io_free(&io);
+	return ret;
+}
+
+static int do_get(int argc, char **argv)
+{
+	return key_cmd(argc, argv, false);
+}
+
+static int do_del(int argc, char **argv)
+{
+	return key_cmd(argc, argv, true);
+}
+
+static int do_dump(int argc, char **argv)
+{
+	struct data_io io;
+	void *next = NULL;
+	int fd, ret = 1;
+
+	if (argc != 1) {
+		p_err("usage: xpsctl data dump NAME");
+		return 1;
+	}
+	if (io_open(&io, argv[0]))
+		goto out;
+	fd = xps_context__data_fd(io.ctx);
+	next = calloc(1, io.key.size);
+	if (!next) {
+		p_err("out of memory");
+		goto out;
+	}
+	out_begin_array(NULL);
+	if (!bpf_map_get_next_key(fd, NULL, next)) {
+		do {
+			memcpy(io.k, next, io.key.size);
+			/* an entry deleted meanwhile is simply skipped */
+			if (!bpf_map_lookup_elem(fd, io.k, io.v))
+				print_entry(&io);
+		} while (!bpf_map_get_next_key(fd, io.k, next));
+	}
+	out_end_array();
+	ret = 0;
+out:
+	free(next);
+	io_free(&io);
+	return ret;
+}
+
+static int do_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	fprintf(stderr,
+"Usage: xpsctl data put|update|set NAME KEY VALUE\n"
+"       xpsctl data get|del NAME KEY\n"
+"       xpsctl data dump NAME\n"
+"KEY and VALUE are strings for text fields, numbers for integer fields, or\n"
+"hex:<bytes> for any layout (see xpsctl(8)).\n");
+	return json_output ? 1 : 0;
+}
+
+int do_data(int argc, char **argv)
+{
+	static const struct cmd cmds[] = {
+		{ "put", do_put },
+		{ "update", do_update },
+		{ "set", do_set },
+		{ "get", do_get },
+		{ "del", do_del },
+		{ "delete", do_del },
+		{ "dump", do_dump },
+		{ "help", do_help },
+		{ NULL, NULL },
+	};
+
+	return dispatch(cmds, argc, argv, "data");
+}

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* xpsctl stats: show, keys, watch, reset. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+
+#include "cmd.h"
+#include "codec.h"
+#include "out.h"
+
+struct show_args {
+	const char *only;	/* one context, or NULL for all */
+	int found;
+	int err;
+};
+
+static void print_stats(const struct xps_ctx_info *info, __u32 slot)
+{
+	struct xps_handler_stats st;
+	struct xps_context *ctx;
+
+	(void)slot;
+	ctx = xps_context__open(info->name);
+	if (!ctx || xps_context__stats(ctx, &st))
+		memset(&st, 0, sizeof(st));
+	xps_context__close(ctx);
+	out_begin_object(NULL);
+	out_str("name", info->name);
+	out_u64("port", info->pred.lport);
+	out_str("proto", proto_name(info->pred.proto));
+	out_str("backend", xps_backend_name(info->backend));
+	out_u64("runs", st.runs);
+	out_u64("tx", st.tx);
+	out_u64("drop", st.drop);
+	out_u64("pass", st.pass);
+	out_u64("reset", st.reset);
+	out_u64("errors", st.errors);
+	out_u64("avg_ns", st.runs ? st.run_ns / st.runs : 0);
+	out_end_object();
+}
+
+static int show_one(const struct xps_ctx_info *info, __u32 slot, void *data)
+{
+	struct show_args *a = data;
+
+	if (a->only && strcmp(a->only, info->name))
+		return 0;
+	a->found++;
+	print_stats(info, slot);
+	return 0;
+}
+
+static int show(const char *only)
+{
+	struct show_args a = { .only = only };
+	int err;
+
+	if (only) {
+		struct xps_context *ctx = open_ctx(only);
+
+		if (!ctx)
+			return 1;
+		xps_context__close(ctx);
+	}
+	out_begin_array(NULL);
+	err = xps_for_each_context(show_one, &a);
+	out_end_array();
+	if (err < 0)
+		return lib_err("stats", err);
+	return 0;
+}
+
+static int do_show(int argc, char **argv)
+{
+	if (argc > 1) {
+		p_err("usage: xpsctl stats show [NAME]");
+		return 1;
+	}
+	return show(argc ? argv[0] : NULL);
+}
+
+struct key_stat {
+	__u8 *key;
+	__u64 count;
+};
+
+struct keys_args {
+	struct key_stat *v;
+	size_t n, cap;
+	__u32 key_size;
+};
+
+static int collect(const void *key, __u32 key_size, __u64 count, void *data)
+{
+	struct keys_args *a = data;
+
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		struct key_stat *v = realloc(a->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		a->v = v;
+		a->cap = cap;
+	}
+	a->v[a->n].key = malloc(key_size);
+	if (!a->v[a->n].key)
+		return -ENOMEM;
+	memcpy(a->v[a->n].key, key, key_size);
+	a->v[a->n].count = count;
+	a->key_size = key_size;
+	a->n++;
+	return 0;
+}
+
+static int by_count(const void *x, const void *y)
+{
+	const struct key_stat *a = x, *b = y;
+
+	return a->count < b->count ? 1 : a->count > b->count ? -1 : 0;
+}
+
+static int do_keys(int argc, char **argv)
+{
+	struct keys_args a = {};
+	struct xps_context *ctx;
+	struct codec c = {};
+	const char *name, *v;
+	__u32 top = 0;
+	size_t i;
+	int err, ret = 0;
+
+	if (argc < 1) {
+		p_err("usage: xpsctl stats keys NAME [--top K]");
+		return 1;
+	}
+	name = argv[0];
+	argc--;
+	argv++;
+	while (argc > 0) {
+		if (!strcmp(argv[0], "--top") || !strcmp(argv[0], "top")) {
+			if (next_arg(&argc, &argv, "--top", &v) ||
+			    parse_u32(v, "--top", 1u << 30, &top))
+				return 1;
+		} else {
+			p_err("unknown option '%s'", argv[0]);
+			return 1;
+		}
+	}
+	ctx = open_ctx(name);
+	if (!ctx)
+		return 1;
+	err = xps_get_allstats(ctx, collect, &a);
+	if (err) {
+		ret = lib_err("stats keys", err);
+		goto out;
+	}
+	if (xps_context__data_fd(ctx) >= 0)
+		codec_init(&c, xps_context__data_fd(ctx), 0);
+	qsort(a.v, a.n, sizeof(*a.v), by_count);
+	out_begin_array(NULL);
+	for (i = 0; i < a.n && (!top || i < top); i++) {
+		char text[1024];
+
+		if (c.size == a.key_size)
+			codec_decode(&c, a.v[i].key, text, sizeof(text));
+		else
+			snprintf(text, sizeof(text), "?");
+		out_begin_object(NULL);
+		out_str("key", text);
+		out_u64("count", a.v[i].count);
+		out_end_object();
+	}
+	out_end_array();
+out:
+	for (i = 0; i < a.n; i++)
+		free(a.v[i].key);
+	free(a.v);
+	codec_free(&c);
+	xps_context__close(ctx);
+	return ret;
+}
+
+static volatile int stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int do_watch(int argc, char **argv)
+{
+	const char *only = NULL, *v;
+	__u32 count = 0, i;
+	struct timespec ts = { 1, 0 };
+
+	while (argc > 0) {
+		if (!strcmp(argv[0], "--count") || !strcmp(argv[0], "count")) {
+			if (next_arg(&argc, &argv, "--count", &v) ||
+			    parse_u32(v, "--count", 1u << 30, &count))
+				return 1;
+		} else if (argv[0][0] != '-' && !only) {
+			only = argv[0];
+			argc--;
+			argv++;
+		} else {
+			p_err("usage: xpsctl stats watch [NAME] [--count N]");
+			return 1;
+		}
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	for (i = 0; !stop && (!count || i < count); i++) {
+		if (i)
+			nanosleep(&ts, NULL);
+		if (stop)
+			break;
+		if (!json_output && isatty(STDOUT_FILENO))
+			fputs("\033[H\033[2J", stdout);
+		else if (!json_output && i)
+			putchar('\n');
+		if (show(only))
+			return 1;
+		fflush(stdout);
+	}
+	return 0;
+}
+
+static int do_reset_stats(int argc, char **argv)
+{
+	struct xps_context *ctx;
+	int err;
+
+	if (argc != 1) {
+		p_err("usage: xpsctl stats reset NAME");
+		return 1;
+	}
+	ctx = open_ctx(argv[0]);
+	if (!ctx)
+		return 1;
+	err = xps_context__reset_stats(ctx);
+	xps_context__close(ctx);
+	if (err)
+		return lib_err("stats reset", err);
+	out_begin_object(NULL);
+	out_str("reset", argv[0]);
+	out_end_object();
+	return 0;
+}
+
+static int do_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	fprintf(stderr,
+"Usage: xpsctl stats show [NAME]\n"
+"       xpsctl stats keys NAME [--top K]\n"
+"       xpsctl stats watch [NAME] [--count N]\n"
+"       xpsctl stats reset NAME\n");
+	return json_output ? 1 : 0;
+}
+
+int do_stats(int argc, char **argv)
+{
+	static const struct cmd cmds[] = {
+		{ "show", do_show },
+		{ "keys", do_keys },
+		{ "watch", do_watch },
+		{ "reset", do_reset_stats },
+		{ "help", do_help },
+		{ NULL, NULL },
+	};
+
+	return dispatch(cmds, argc, argv, "stats");
+}

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * xpsctl: inspect and control XPS.
+ *
+ *   xpsctl [OPTIONS] OBJECT COMMAND [ARGS]
+ *
+ * Grammar as bpftool's: objects and commands match by prefix
+ * ("xpsctl h l" is "xpsctl handler list"), -j/-p print JSON, and in JSON
+ * mode every error is {"error": "..."} with a non-zero exit status.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <bpf/bpf.h>
+
+#include "libxps.h"
+#include "codec.h"
+#include "out.h"
+#include "cmd.h"
+
+static char last_lib_error[512];
+
+/* libxps messages: warnings become the error text of a failed command */
+static int print_hook(enum libxps_print_level level, const char *fmt,
+		      va_list args)
+{
+	char msg[512];
+	size_t n;
+
+	if (level > LIBXPS_WARN && (int)level - LIBXPS_WARN > verbose)
+		return 0;
+	vsnprintf(msg, sizeof(msg), fmt, args);
+	n = strlen(msg);
+	while (n && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	if (level == LIBXPS_WARN) {
+		snprintf(last_lib_error, sizeof(last_lib_error), "%s",
+			 strncmp(msg, "libxps: ", 8) ? msg : msg + 8);
+		if (!verbose)
+			return 0;
+	}
+	fprintf(stderr, "%s\n", msg);
+	return 0;
+}
+
+/* Report a failed library call: its own message if it gave one. */
+int lib_err(const char *what, int err)
+{
+	if (last_lib_error[0])
+		p_err("%s: %s", what, last_lib_error);
+	else
+		p_err("%s: %s", what, strerror(err < 0 ? -err : err));
+	last_lib_error[0] = '\0';
+	return 1;
+}
+
+bool is_prefix(const char *arg, const char *full)
+{
+	return *arg && !strncmp(arg, full, strlen(arg));
+}
+
+int dispatch(const struct cmd *cmds, int argc, char **argv,
+	     const char *what)
+{
+	const struct cmd *c, *found = NULL;
+	int n = 0;
+
+	if (argc < 1) {
+		for (c = cmds; c->name; c++)
+			if (!strcmp(c->name, "help"))
+				return c->fn(argc, argv);
+		p_err("%s: missing command", what);
+		return 1;
+	}
+	for (c = cmds; c->name; c++) {
+		if (!strcmp(argv[0], c->name)) {
+			found = c;
+			n = 1;
+			break;
+		}
+		if (is_prefix(argv[0], c->name)) {
+			found = c;
+			n++;
+		}
+	}
+	if (n == 1)
+		return found->fn(argc - 1, argv + 1);
+	if (n > 1)
+		p_err("%s: '%s' is ambiguous", what, argv[0]);
+	else
+		p_err("%s: unknown command '%s' (try 'xpsctl %s help')", what,
+		      argv[0], what);
+	return 1;
+}
+
+/* Parse "--opt value" style arguments shared by the commands. */
+int next_arg(int *argc, char ***argv, const char *opt, const char **val)
+{
+	if (*argc < 2) {
+		p_err("%s needs a value", opt);
+		return -1;
+	}
+	*val = (*argv)[1];
+	*argc -= 2;
+	*argv += 2;
+	return 0;
+}
+
+int parse_u32(const char *s, const char *what, __u32 max, __u32 *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || *end || end == s || v > max) {
+		p_err("%s: '%s' is not a number in [0, %u]", what, s, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* ---- status ---------------------------------------------------------- */
+
+static int do_status(int argc, char **argv)
+{
+	struct xps_status st;
+	int err;
+
+	if (argc) {
+		p_err("status takes no arguments");
+		return 1;
+	}
+	err = xps_get_status(&st);
+	if (err)
+		return lib_err("status", err);
+	out_begin_object(NULL);
+	out_str("backend", xps_backend_name(st.backend_tcp));
+	out_str("kernel", st.kernel_release);
+	out_bool("native_hook", st.native_available);
+	out_bool("loaded", st.loaded);
+	out_u64("contexts", st.contexts);
+	out_end_object();
+	return 0;
+}
+
+/* ---- reset ------------------------------------------------------------ */
+
+static int detach_one(const struct xps_ctx_info *info, __u32 slot, void *data)
+{
+	char (*names)[XPS_NAME_LEN] = data;
+
+	(void)slot;
+	/* sub-contexts go with their parent */
+	if (!(info->flags & XPS_SLOT_SUB))
+		memcpy(names[slot], info->name, XPS_NAME_LEN);
+	return 0;
+}
+
+static int do_reset(int argc, char **argv)
+{
+	char names[XPS_MAX_SLOTS][XPS_NAME_LEN] = {};
+	int i, err, failed = 0, n = 0;
+
+	(void)argv;
+	if (argc) {
+		p_err("reset takes no arguments");
+		return 1;
+	}
+	err = xps_for_each_context(detach_one, names);
+	if (err < 0)
+		return lib_err("reset", err);
+	for (i = 0; i < XPS_MAX_SLOTS; i++) {
+		struct xps_context *ctx;
+
+		if (!names[i][0])
+			continue;
+		ctx = xps_context__open(names[i]);
+		if (!ctx || xps_delete_context(ctx)) {
+			failed++;
+			continue;
+		}
+		n++;
+	}
+	if (failed)
+		return lib_err("reset", -EIO);
+	out_begin_object(NULL);
+	out_u64("removed", n);
+	out_end_object();
+	return 0;
+}
+
+static int do_help(int argc, char **argv);
+
+static const struct cmd objects[] = {
+	{ "status", do_status },
+	{ "handler", do_handler },
+	{ "stats", do_stats },
+	{ "data", do_data },
+	{ "reset", do_reset },
+	{ "help", do_help },
+	{ NULL, NULL },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: xpsctl [OPTIONS] OBJECT COMMAND [ARGS]\n"
+"\n"
+"  xpsctl status\n"
+"  xpsctl handler attach OBJ.bpf.o --port N [--proto tcp|udp] [--addr A] [--name NAME]\n"
+"  xpsctl handler attach OBJ.bpf.o --parent COMP --value V [--name NAME]\n"
+"  xpsctl handler comp --port N --offset O --len L [--proto P] [--addr A] [--name NAME]\n"
+"  xpsctl handler detach NAME\n"
+"  xpsctl handler update NAME OBJ.bpf.o\n"
+"  xpsctl handler list\n"
+"  xpsctl stats show [NAME]\n"
+"  xpsctl stats keys NAME [--top K]\n"
+"  xpsctl stats watch [NAME] [--count N]\n"
+"  xpsctl stats reset NAME\n"
+"  xpsctl data put|update|set NAME KEY VALUE\n"
+"  xpsctl data get|del NAME KEY\n"
+"  xpsctl data dump NAME\n"
+"  xpsctl reset\n"
+"\n"
+"OPTIONS: -j, --json  JSON output     -p, --pretty  indented JSON\n"
+"         -v, --verbose (twice: libbpf debug)  -V, --version  -h, --help\n"
+"Objects and commands may be abbreviated to any unique prefix.\n"
+"XPS_BACKEND=native|stock chooses the backend of the first context.\n"
+"See xpsctl(8).\n");
+}
+
+static int do_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	if (json_output) {
+		p_err("help is not available in JSON mode");
+		return 1;
+	}
+	usage(stdout);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "pretty", no_argument, NULL, 'p' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, ret;
+
+	/* "+": options end at the object, like bpftool */
+	while ((c = getopt_long(argc, argv, "+jpvVh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json_output = true;
+			break;
+		case 'p':
+			json_output = pretty_output = true;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'V':
+			printf("xpsctl %s\n", XPS_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	libxps_set_print(print_hook);
+	/* a closed reader of our output is not worth a signal death */
+	signal(SIGPIPE, SIG_IGN);
+	if (optind >= argc) {
+		if (json_output) {
+			p_err("missing object");
+			return 1;
+		}
+		usage(stderr);
+		return 2;
+	}
+	ret = dispatch(objects, argc - optind, argv + optind, "xpsctl");
+	fflush(stdout);
+	return ret;
+}

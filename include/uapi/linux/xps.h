@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * XPS: extensible protocol stack.
+ *
+ * An XPS program is a BPF_PROG_TYPE_SK_SKB program attached to a network
+ * namespace with BPF_LINK_CREATE and one of the attach types BPF_XPS_TCP or
+ * BPF_XPS_UDP (target_fd is a network namespace fd).  It runs on the receive
+ * path right after transport protocol processing:
+ *
+ *  - TCP: on in-order payload, after sequence, checksum and window
+ *    validation, before the bytes are queued to the socket and the owner is
+ *    woken.  Only while the owner has nothing unread (copied_seq == rcv_nxt)
+ *    and is not inside its own sendmsg; otherwise the hook passes without
+ *    running the program.
+ *  - UDP: after socket lookup and checksum validation, before the datagram is
+ *    queued to the socket.
+ *
+ * Context conventions (struct __sk_buff):
+ *  - skb->data points at the first payload byte, skb->len is the payload
+ *    length; no network or transport header is visible.
+ *  - skb->sk is the receiving socket; family, local/remote address and port
+ *    fields describe the flow.
+ *  - The program may rewrite the payload in place (bpf_skb_store_bytes) and
+ *    change its length (bpf_skb_change_tail); on XPS_TX the payload as the
+ *    program left it is sent back to the peer.
+ *
+ * Return values are enum xps_verdict.  Any other value, and any failure of
+ * the hook before the program ran, is treated as XPS_PASS.
+ */
+#ifndef _UAPI_LINUX_XPS_H
+#define _UAPI_LINUX_XPS_H
+
+#include <linux/types.h>
+
+enum xps_verdict {
+	/* Deliver the payload to the socket as if no program were attached. */
+	XPS_PASS = 0,
+	/* Consume the payload; TCP acknowledges it, the owner never sees it. */
+	XPS_DROP = 1,
+	/*
+	 * Consume the payload and send the (rewritten) payload to the peer:
+	 * on the same TCP connection, or as a UDP datagram to the request's
+	 * source from the address it was sent to.
+	 */
+	XPS_TX = 2,
+	/* TCP: send RST and close the connection.  UDP: as XPS_DROP. */
+	XPS_RESET = 3,
+	__XPS_VERDICT_MAX,
+};
+
+#define XPS_VERDICT_MAX (__XPS_VERDICT_MAX - 1)
+
+/* Largest payload an XPS_TX reply may carry on TCP and on UDP. */
+#define XPS_TCP_TX_MAX 65536
+#define XPS_UDP_TX_MAX 65507
+
+#endif /* _UAPI_LINUX_XPS_H */

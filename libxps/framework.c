@@ -1,0 +1,683 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The framework's life cycle: backend detection, loading and pinning the
+ * extension framework, attaching it (native: netns links; stock: cgroup
+ * sock_ops link, sockhash verdict program, TC programs), and removing every
+ * trace of it when the last context is gone.
+ */
+#include <fcntl.h>
+#include <mntent.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <linux/magic.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "internal.h"
+#include "xps_framework.skel.h"
+
+#define PIN(name) XPS_PIN_ROOT "/" name
+
+/* Maps the framework pins by name, all removed on teardown. */
+static const char *const fw_maps[] = {
+	"xps_config", "xps_preds", "xps_masks", "xps_slots", "xps_ctxinfo",
+	"xps_comp", "xps_progs_tcp", "xps_progs_udp", "xps_stats", "xps_run",
+	"xps_sockhash", "xps_conns", "xps_tcifs",
+};
+
+#define LINK_SOCKOPS	PIN("link_sockops")
+#define LINK_NATIVE_TCP	PIN("link_native_tcp")
+#define LINK_NATIVE_UDP	PIN("link_native_udp")
+#define PROG_VERDICT	PIN("prog_stream_verdict")
+#define PROG_PARSER	PIN("prog_stream_parser")
+#define PROG_TC_IN	PIN("prog_tc_ingress")
+#define PROG_TC_OUT	PIN("prog_tc_egress")
+
+/* TC filter identity of the stock backend's programs ("XP") */
+#define XPS_TC_HANDLE	0x5850
+#define XPS_TC_PRIO	0x5850
+
+/*
+ * The attach type value of the native hook, from the running kernel's BTF:
+ * the patch appends BPF_XPS_TCP/BPF_XPS_UDP to enum bpf_attach_type, and
+ * reading the value (instead of hard-coding it) keeps libxps right should
+ * the numbering move.  Returns the value or -ENOENT.
+ */
+int native_attach_type(const char *name)
+{
+	const struct btf_enum *e;
+	const struct btf_type *t;
+	struct btf *btf;
+	int id, i, ret = -ENOENT;
+
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return -ENOENT;
+	id = btf__find_by_name_kind(btf, "bpf_attach_type", BTF_KIND_ENUM);
+	if (id > 0) {
+		t = btf__type_by_id(btf, id);
+		e = btf_enum(t);
+		for (i = 0; i < btf_vlen(t); i++, e++) {
+			if (!strcmp(btf__name_by_offset(btf, e->name_off), name)) {
+				ret = e->val;
+				break;
+			}
+		}
+	}
+	btf__free(btf);
+	return ret;
+}
+
+int detect_backends(__u32 *tcp, __u32 *udp, bool *native)
+{
+	const char *env = getenv("XPS_BACKEND");
+	bool have = native_attach_type("BPF_XPS_TCP") >= 0 &&
+		    native_attach_type("BPF_XPS_UDP") >= 0;
+
+	if (native)
+		*native = have;
+	if (env && *env && strcmp(env, "native") && strcmp(env, "stock")) {
+		pr_warn("XPS_BACKEND=%s: expected 'native' or 'stock'\n", env);
+		return -EINVAL;
+	}
+	if (env && !strcmp(env, "native") && !have) {
+		pr_warn("XPS_BACKEND=native but this kernel has no XPS hook (no BPF_XPS_TCP in its BTF)\n");
+		return -EOPNOTSUPP;
+	}
+	if (have && !(env && !strcmp(env, "stock"))) {
+		*tcp = XPS_BACKEND_NATIVE;
+		*udp = XPS_BACKEND_NATIVE;
+	} else {
+		*tcp = XPS_BACKEND_SOCKMAP;
+		*udp = XPS_BACKEND_TC;
+	}
+	return 0;
+}
+
+const char *xps_backend_name(__u32 backend)
+{
+	switch (backend) {
+	case XPS_BACKEND_NATIVE:
+		return "native";
+	case XPS_BACKEND_SOCKMAP:
+	case XPS_BACKEND_TC:
+		return "stock";
+	default:
+		return "none";
+	}
+}
+
+static int ensure_bpffs(void)
+{
+	struct statfs st;
+
+	if (!statfs("/sys/fs/bpf", &st) && st.f_type == BPF_FS_MAGIC)
+		return 0;
+	/* these machines do not mount bpffs at boot */
+	if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700")) {
+		pr_warn("/sys/fs/bpf is not a BPF file system and mounting one failed: %s\n",
+			strerror(errno));
+		return -errno;
+	}
+	pr_info("mounted bpffs at /sys/fs/bpf\n");
+	return 0;
+}
+
+int fw_lock(struct xps_fw *fw)
+{
+	int err;
+
+	memset(fw, 0xff, sizeof(*fw));	/* every fd -1 */
+	libxps_route_libbpf();
+	if (geteuid() != 0 && access("/sys/fs/bpf", W_OK)) {
+		pr_warn("managing XPS contexts needs root (CAP_BPF, CAP_NET_ADMIN and access to /sys/fs/bpf)\n");
+		return -EPERM;
+	}
+	err = ensure_bpffs();
+	if (err)
+		return err;
+	if (mkdir(XPS_PIN_ROOT, 0700) && errno != EEXIST) {
+		err = -errno;
+		pr_warn("cannot create %s: %s\n", XPS_PIN_ROOT, strerror(errno));
+		return err;
+	}
+	fw->lock_fd = open(XPS_PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fw->lock_fd < 0) {
+		err = -errno;
+		pr_warn("cannot open %s: %s\n", XPS_PIN_ROOT, strerror(errno));
+		return err;
+	}
+	if (flock(fw->lock_fd, LOCK_EX)) {
+		err = -errno;
+		close(fw->lock_fd);
+		fw->lock_fd = -1;
+		return err;
+	}
+	return 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+void fw_unlock(struct xps_fw *fw)
+{
+	int *fds[] = { &fw->config, &fw->preds, &fw->masks, &fw->slots,
+		       &fw->ctxinfo, &fw->comp, &fw->progs_tcp,
+		       &fw->progs_udp, &fw->stats, &fw->sockhash, &fw->conns,
+		       &fw->tcifs };
+	size_t i;
+
+	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		close_fd(fds[i]);
+	if (fw->lock_fd >= 0) {
+		flock(fw->lock_fd, LOCK_UN);
+		close(fw->lock_fd);
+	}
+	fw->lock_fd = -1;
+}
+
+static int get_pinned(const char *name, int *fd)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), XPS_PIN_ROOT "/%s", name);
+	*fd = bpf_obj_get(path);
+	return *fd < 0 ? -errno : 0;
+}
+
+/* Open the pinned maps of a loaded framework; -ENOENT if not loaded. */
+int fw_open(struct xps_fw *fw)
+{
+	struct xps_config cfg;
+	__u32 zero = 0;
+	int err;
+
+	if (access(PIN("xps_config"), F_OK))
+		return -ENOENT;
+	if ((err = get_pinned("xps_config", &fw->config)) ||
+	    (err = get_pinned("xps_preds", &fw->preds)) ||
+	    (err = get_pinned("xps_masks", &fw->masks)) ||
+	    (err = get_pinned("xps_slots", &fw->slots)) ||
+	    (err = get_pinned("xps_ctxinfo", &fw->ctxinfo)) ||
+	    (err = get_pinned("xps_comp", &fw->comp)) ||
+	    (err = get_pinned("xps_progs_tcp", &fw->progs_tcp)) ||
+	    (err = get_pinned("xps_progs_udp", &fw->progs_udp)) ||
+	    (err = get_pinned("xps_stats", &fw->stats)) ||
+	    (err = get_pinned("xps_sockhash", &fw->sockhash)) ||
+	    (err = get_pinned("xps_conns", &fw->conns)) ||
+	    (err = get_pinned("xps_tcifs", &fw->tcifs))) {
+		pr_warn("framework state under %s is incomplete (%s); remove it with 'xpsctl reset'\n",
+			XPS_PIN_ROOT, strerror(-err));
+		return err;
+	}
+	if (bpf_map_lookup_elem(fw->config, &zero, &cfg))
+		return -errno;
+	fw->backend_tcp = cfg.backend_tcp;
+	fw->backend_udp = cfg.backend_udp;
+	return 0;
+}
+
+int fw_bump_generation(struct xps_fw *fw)
+{
+	struct xps_config cfg;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(fw->config, &zero, &cfg))
+		return -errno;
+	cfg.generation++;
+	if (bpf_map_update_elem(fw->config, &zero, &cfg, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* The cgroup v2 root: found in /proc/mounts, mounted if there is none. */
+static int cgroup2_root_fd(void)
+{
+	const char *fallback = "/run/xps-cgroup2";
+	struct mntent *m;
+	FILE *f;
+	int fd = -1;
+
+	f = setmntent("/proc/mounts", "r");
+	if (f) {
+		while ((m = getmntent(f))) {
+			if (!strcmp(m->mnt_type, "cgroup2")) {
+				fd = open(m->mnt_dir, O_RDONLY | O_DIRECTORY |
+						      O_CLOEXEC);
+				if (fd >= 0)
+					break;
+			}
+		}
+		endmntent(f);
+	}
+	if (fd >= 0)
+		return fd;
+	if (mkdir(fallback, 0700) && errno != EEXIST)
+		return -errno;
+	if (mount("cgroup2", fallback, "cgroup2", 0, NULL)) {
+		pr_warn("no cgroup v2 hierarchy is mounted and mounting one failed: %s\n",
+			strerror(errno));
+		return -errno;
+	}
+	fd = open(fallback, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int pin_link(struct bpf_link *link, const char *path)
+{
+	int err = bpf_link__pin(link, path);
+
+	if (err)
+		pr_warn("cannot pin %s: %s\n", path, strerror(-err));
+	return err;
+}
+
+static void unpin_all(void)
+{
+	char path[128];
+	size_t i;
+
+	for (i = 0; i < sizeof(fw_maps) / sizeof(fw_maps[0]); i++) {
+		snprintf(path, sizeof(path), XPS_PIN_ROOT "/%s", fw_maps[i]);
+		unlink(path);
+	}
+	unlink(LINK_SOCKOPS);
+	unlink(LINK_NATIVE_TCP);
+	unlink(LINK_NATIVE_UDP);
+	unlink(PROG_VERDICT);
+	unlink(PROG_PARSER);
+	unlink(PROG_TC_IN);
+	unlink(PROG_TC_OUT);
+	rmdir(XPS_PIN_ROOT "/ctx");
+	rmdir(XPS_PIN_ROOT);
+}
+
+static int attach_stock(struct xps_framework_bpf *skel)
+{
+	struct bpf_link *link = NULL;
+	int cg, err;
+
+	cg = cgroup2_root_fd();
+	if (cg < 0)
+		return cg;
+	link = bpf_program__attach_cgroup(skel->progs.xps_sockops, cg);
+	close(cg);
+	if (!link) {
+		err = -errno;
+		pr_warn("cannot attach the sock_ops program to the cgroup v2 root: %s\n",
+			strerror(-err));
+		return err;
+	}
+	err = pin_link(link, LINK_SOCKOPS);
+	bpf_link__disconnect(link);
+	bpf_link__destroy(link);
+	if (err)
+		return err;
+
+	err = bpf_prog_attach(bpf_program__fd(skel->progs.xps_stream_parser),
+			      bpf_map__fd(skel->maps.xps_sockhash),
+			      BPF_SK_SKB_STREAM_PARSER, 0);
+	if (err) {
+		err = -errno;
+		pr_warn("cannot attach the stream parser program to the sockhash: %s\n",
+			strerror(-err));
+		return err;
+	}
+	err = bpf_prog_attach(bpf_program__fd(skel->progs.xps_stream_verdict),
+			      bpf_map__fd(skel->maps.xps_sockhash),
+			      BPF_SK_SKB_STREAM_VERDICT, 0);
+	if (err) {
+		err = -errno;
+		pr_warn("cannot attach the stream verdict program to the sockhash: %s\n",
+			strerror(-err));
+		return err;
+	}
+	if ((err = bpf_program__pin(skel->progs.xps_stream_verdict, PROG_VERDICT)) ||
+	    (err = bpf_program__pin(skel->progs.xps_stream_parser, PROG_PARSER)) ||
+	    (err = bpf_program__pin(skel->progs.xps_tc_ingress, PROG_TC_IN)) ||
+	    (err = bpf_program__pin(skel->progs.xps_tc_egress, PROG_TC_OUT))) {
+		pr_warn("cannot pin the framework's programs: %s\n",
+			strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+static int attach_native(struct xps_framework_bpf *skel)
+{
+	const struct {
+		struct bpf_program *prog;
+		const char *type;
+		const char *pin;
+	} hooks[] = {
+		{ skel->progs.xps_native_tcp, "BPF_XPS_TCP", LINK_NATIVE_TCP },
+		{ skel->progs.xps_native_udp, "BPF_XPS_UDP", LINK_NATIVE_UDP },
+	};
+	int netns, link_fd, type, err = 0;
+	size_t i;
+
+	netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (netns < 0)
+		return -errno;
+	for (i = 0; i < 2; i++) {
+		type = native_attach_type(hooks[i].type);
+		link_fd = bpf_link_create(bpf_program__fd(hooks[i].prog), netns,
+					  type, NULL);
+		if (link_fd < 0) {
+			err = -errno;
+			pr_warn("cannot attach the framework to this network namespace (%s): %s\n",
+				hooks[i].type, strerror(-err));
+			break;
+		}
+		err = bpf_obj_pin(link_fd, hooks[i].pin) ? -errno : 0;
+		close(link_fd);
+		if (err) {
+			pr_warn("cannot pin %s: %s\n", hooks[i].pin,
+				strerror(-err));
+			break;
+		}
+	}
+	close(netns);
+	return err;
+}
+
+/* Load, pin and attach the framework unless it is there already. */
+int fw_ensure(struct xps_fw *fw)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = XPS_PIN_ROOT);
+	struct xps_framework_bpf *skel;
+	struct xps_config cfg = {};
+	__u32 zero = 0, tcp, udp;
+	bool native;
+	int err;
+
+	err = fw_open(fw);
+	if (err != -ENOENT)
+		return err;
+
+	err = detect_backends(&tcp, &udp, &native);
+	if (err)
+		return err;
+	skel = xps_framework_bpf__open_opts(&oo);
+	if (!skel) {
+		err = -errno;
+		pr_warn("cannot open the framework object: %s\n", strerror(-err));
+		return err;
+	}
+	native = tcp == XPS_BACKEND_NATIVE;
+	bpf_program__set_autoload(skel->progs.xps_native_tcp, native);
+	bpf_program__set_autoload(skel->progs.xps_native_udp, native);
+	bpf_program__set_autoload(skel->progs.xps_sockops, !native);
+	bpf_program__set_autoload(skel->progs.xps_stream_verdict, !native);
+	bpf_program__set_autoload(skel->progs.xps_stream_parser, !native);
+	bpf_program__set_autoload(skel->progs.xps_tc_ingress, !native);
+	bpf_program__set_autoload(skel->progs.xps_tc_egress, !native);
+	if (native) {
+		bpf_program__set_expected_attach_type(skel->progs.xps_native_tcp,
+			native_attach_type("BPF_XPS_TCP"));
+		bpf_program__set_expected_attach_type(skel->progs.xps_native_udp,
+			native_attach_type("BPF_XPS_UDP"));
+	} else {
+		bpf_program__set_expected_attach_type(skel->progs.xps_stream_verdict,
+						      BPF_SK_SKB_STREAM_VERDICT);
+	}
+
+	err = xps_framework_bpf__load(skel);
+	if (err) {
+		pr_warn("cannot load the framework: %s (run with -v for the verifier log)\n",
+			strerror(-err));
+		goto fail;
+	}
+	cfg.backend_tcp = tcp;
+	cfg.backend_udp = udp;
+	cfg.generation = 1;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.xps_config), &zero,
+				&cfg, BPF_ANY)) {
+		err = -errno;
+		goto fail;
+	}
+	err = native ? attach_native(skel) : attach_stock(skel);
+	if (err)
+		goto fail;
+	xps_framework_bpf__destroy(skel);
+	pr_info("framework loaded (%s backend)\n", xps_backend_name(tcp));
+	return fw_open(fw);
+fail:
+	xps_framework_bpf__destroy(skel);
+	unpin_all();
+	return err;
+}
+
+/* ---- stock UDP and RESET: TC programs on every interface ------------ */
+
+static int tc_attach_one(int ifindex, enum bpf_tc_attach_point point,
+			 int prog_fd)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+		    .attach_point = point);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = XPS_TC_HANDLE,
+		    .priority = XPS_TC_PRIO, .prog_fd = prog_fd,
+		    .flags = BPF_TC_F_REPLACE);
+
+	return bpf_tc_attach(&hook, &opts);
+}
+
+static void tc_detach_one(int ifindex, enum bpf_tc_attach_point point)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+		    .attach_point = point);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = XPS_TC_HANDLE,
+		    .priority = XPS_TC_PRIO);
+
+	bpf_tc_detach(&hook, &opts);
+}
+
+static void tc_release(struct xps_tc_if *tif, __u32 keep)
+{
+	if ((tif->flags & XPS_TCIF_INGRESS) && !(keep & XPS_TCIF_INGRESS)) {
+		tc_detach_one(tif->ifindex, BPF_TC_INGRESS);
+		tif->flags &= ~XPS_TCIF_INGRESS;
+	}
+	if ((tif->flags & XPS_TCIF_EGRESS) && !(keep & XPS_TCIF_EGRESS)) {
+		tc_detach_one(tif->ifindex, BPF_TC_EGRESS);
+		tif->flags &= ~XPS_TCIF_EGRESS;
+	}
+	if (!(tif->flags & (XPS_TCIF_INGRESS | XPS_TCIF_EGRESS)) &&
+	    (tif->flags & XPS_TCIF_OWN_QDISC)) {
+		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = tif->ifindex,
+			    .attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS);
+
+		bpf_tc_hook_destroy(&hook);
+		tif->flags = 0;
+	}
+}
+
+/* Which TC programs the current contexts need (stock backend only). */
+static __u32 tc_needed(struct xps_fw *fw)
+{
+	struct xps_ctx_info info;
+	__u32 slot, need = 0;
+
+	if (fw->backend_tcp == XPS_BACKEND_NATIVE)
+		return 0;
+	for (slot = 0; slot < XPS_MAX_SLOTS; slot++) {
+		if (bpf_map_lookup_elem(fw->ctxinfo, &slot, &info) ||
+		    !info.flags || (info.flags & XPS_SLOT_SUB))
+			continue;
+		if (info.pred.proto == IPPROTO_UDP)
+			need |= XPS_TCIF_INGRESS;
+		else
+			need |= XPS_TCIF_EGRESS;
+	}
+	return need;
+}
+
+/*
+ * Attach (or detach) the TC programs so that every interface of the
+ * namespace runs what the contexts need: ingress for UDP contexts, egress
+ * for TCP RESET.  Interfaces that appeared since the last call are picked
+ * up here; each create/delete of a context calls it.
+ */
+int fw_tc_sync(struct xps_fw *fw)
+{
+	struct if_nameindex *ifs, *it;
+	struct xps_tc_if tifs[XPS_MAX_TC_IFS] = {};
+	int in_fd = -1, out_fd = -1, err = 0, n;
+	__u32 need = tc_needed(fw), i;
+
+	for (i = 0; i < XPS_MAX_TC_IFS; i++)
+		bpf_map_lookup_elem(fw->tcifs, &i, &tifs[i]);
+
+	if (need) {
+		in_fd = bpf_obj_get(PROG_TC_IN);
+		out_fd = bpf_obj_get(PROG_TC_OUT);
+		if (in_fd < 0 || out_fd < 0) {
+			err = -errno;
+			pr_warn("framework TC programs are not pinned: %s\n",
+				strerror(errno));
+			goto out;
+		}
+	}
+
+	ifs = if_nameindex();
+	for (it = ifs; need && it && it->if_index; it++) {
+		struct xps_tc_if *tif = NULL;
+
+		for (i = 0; i < XPS_MAX_TC_IFS; i++)
+			if (tifs[i].ifindex == it->if_index)
+				tif = &tifs[i];
+		for (i = 0; !tif && i < XPS_MAX_TC_IFS; i++)
+			if (!tifs[i].ifindex)
+				tif = &tifs[i];
+		if (!tif) {
+			pr_warn("more than %d interfaces: %s is not covered\n",
+				XPS_MAX_TC_IFS, it->if_name);
+			continue;
+		}
+		if (!tif->ifindex) {
+			LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = it->if_index,
+				    .attach_point = BPF_TC_INGRESS);
+
+			tif->ifindex = it->if_index;
+			n = bpf_tc_hook_create(&hook);
+			if (!n)
+				tif->flags |= XPS_TCIF_OWN_QDISC;
+			else if (n != -EEXIST) {
+				pr_warn("cannot add a clsact qdisc to %s: %s\n",
+					it->if_name, strerror(-n));
+				tif->ifindex = 0;
+				continue;
+			}
+		}
+		if ((need & XPS_TCIF_INGRESS) && !(tif->flags & XPS_TCIF_INGRESS)) {
+			n = tc_attach_one(tif->ifindex, BPF_TC_INGRESS, in_fd);
+			if (n)
+				pr_warn("cannot attach TC ingress on %s: %s\n",
+					it->if_name, strerror(-n));
+			else
+				tif->flags |= XPS_TCIF_INGRESS;
+		}
+		if ((need & XPS_TCIF_EGRESS) && !(tif->flags & XPS_TCIF_EGRESS)) {
+			n = tc_attach_one(tif->ifindex, BPF_TC_EGRESS, out_fd);
+			if (n)
+				pr_warn("cannot attach TC egress on %s: %s\n",
+					it->if_name, strerror(-n));
+			else
+				tif->flags |= XPS_TCIF_EGRESS;
+		}
+	}
+	if (ifs)
+		if_freenameindex(ifs);
+
+	for (i = 0; i < XPS_MAX_TC_IFS; i++) {
+		if (tifs[i].ifindex)
+			tc_release(&tifs[i], need);
+		if (!tifs[i].flags)
+			tifs[i].ifindex = 0;
+		bpf_map_update_elem(fw->tcifs, &i, &tifs[i], BPF_ANY);
+	}
+out:
+	if (in_fd >= 0)
+		close(in_fd);
+	if (out_fd >= 0)
+		close(out_fd);
+	return err;
+}
+
+/* Remove the framework when no context is left. */
+int fw_teardown_if_unused(struct xps_fw *fw)
+{
+	struct xps_ctx_info info;
+	__u32 slot;
+	int fd;
+
+	for (slot = 0; slot < XPS_MAX_SLOTS; slot++)
+		if (!bpf_map_lookup_elem(fw->ctxinfo, &slot, &info) &&
+		    info.flags)
+			return 0;
+
+	fw_tc_sync(fw);	/* no context needs TC: detaches everything */
+	fd = bpf_obj_get(PROG_VERDICT);
+	if (fd >= 0) {
+		bpf_prog_detach2(fd, fw->sockhash, BPF_SK_SKB_STREAM_VERDICT);
+		close(fd);
+	}
+	fd = bpf_obj_get(PROG_PARSER);
+	if (fd >= 0) {
+		bpf_prog_detach2(fd, fw->sockhash, BPF_SK_SKB_STREAM_PARSER);
+		close(fd);
+	}
+	unpin_all();
+	pr_info("last context gone: framework removed\n");
+	return 0;
+}
+
+int xps_get_status(struct xps_status *st)
+{
+	struct xps_fw fw;
+	struct utsname u;
+	__u32 slot;
+	int err;
+
+	memset(st, 0, sizeof(*st));
+	if (!uname(&u))
+		snprintf(st->kernel_release, sizeof(st->kernel_release), "%s",
+			 u.release);
+	err = detect_backends(&st->backend_tcp, &st->backend_udp,
+			      &st->native_available);
+	if (err)
+		return libxps_err(err);
+	memset(&fw, 0xff, sizeof(fw));	/* every fd -1 */
+	if (access(PIN("xps_config"), F_OK))
+		return 0;
+	err = fw_open(&fw);
+	if (!err) {
+		st->loaded = true;
+		/* contexts use the backend they were created with */
+		st->backend_tcp = fw.backend_tcp;
+		st->backend_udp = fw.backend_udp;
+		for (slot = 0; slot < XPS_MAX_SLOTS; slot++) {
+			struct xps_ctx_info info;
+
+			if (!bpf_map_lookup_elem(fw.ctxinfo, &slot, &info) &&
+			    info.flags)
+				st->contexts++;
+		}
+	}
+	fw_unlock(&fw);
+	return err ? libxps_err(err) : 0;
+}

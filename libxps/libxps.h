@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * libxps: run verified eBPF handlers in the kernel's TCP/UDP receive path.
+ *
+ * Conventions (as in libbpf and libxdp): functions returning int return 0
+ * or a negative errno; functions returning a pointer return NULL and set
+ * errno.  Every failure is also described through the print hook.
+ *
+ * State lives under /sys/fs/bpf/xps/ (mode 0700, objects 0600), so contexts
+ * outlive the process that created them and every process (xpsctl, daemons)
+ * sees the same ones.  Control operations are serialised with flock() on
+ * that directory.
+ */
+#ifndef __LIBXPS_H
+#define __LIBXPS_H
+
+#include <stddef.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <linux/types.h>
+#include <xps/abi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LIBXPS_API __attribute__((visibility("default")))
+
+#define XPS_PIN_ROOT "/sys/fs/bpf/xps"
+
+enum libxps_print_level {
+	LIBXPS_WARN,
+	LIBXPS_INFO,
+	LIBXPS_DEBUG,
+};
+
+typedef int (*libxps_print_fn_t)(enum libxps_print_level level,
+				 const char *fmt, va_list args);
+
+/* Set the print hook; returns the previous one.  NULL silences libxps. */
+LIBXPS_API libxps_print_fn_t libxps_set_print(libxps_print_fn_t fn);
+
+struct xps_context;
+
+/*
+ * A predicate: the flows a context serves.  Zero port / unset address /
+ * AF_UNSPEC family are wildcards.  Addresses are in network byte order.
+ */
+struct xps_predicate {
+	__u8 proto;		/* IPPROTO_TCP or IPPROTO_UDP */
+	__u8 family;		/* AF_INET, AF_INET6 or AF_UNSPEC (any) */
+	__u16 lport;		/* host byte order, required */
+	__u16 rport;		/* host byte order, 0 = any */
+	bool has_laddr;
+	bool has_raddr;
+	__u8 laddr[16];		/* IPv6 or v4-mapped */
+	__u8 raddr[16];
+};
+
+struct xps_context_opts {
+	size_t sz;		/* sizeof(struct xps_context_opts) */
+	const char *name;	/* default: <object basename>-<port>[-udp] */
+	size_t :0;
+};
+#define xps_context_opts__last_field name
+
+/* --- control (paper Table 3.2) -------------------------------------- */
+
+/*
+ * Create a context serving the flows of @server_sock (a bound TCP or UDP
+ * socket: the predicate is its protocol, address and port) with the
+ * handler in @obj_file.  Refused with EEXIST when that port already has a
+ * context.
+ */
+LIBXPS_API struct xps_context *xps_create_context(const char *obj_file,
+						  int server_sock);
+/* The same for an explicit predicate (no socket needed). */
+LIBXPS_API struct xps_context *
+xps_create_context_pred(const char *obj_file, const struct xps_predicate *pred,
+			const struct xps_context_opts *opts);
+/*
+ * Replace the handler of @ctx with the one in @obj_file, atomically: every
+ * request runs either the old or the new handler.  The data map is kept
+ * when the new object's has the same layout.
+ */
+LIBXPS_API int xps_update_context(struct xps_context *ctx,
+				  const char *obj_file);
+/* Remove the context and every trace of it; frees @ctx. */
+LIBXPS_API int xps_delete_context(struct xps_context *ctx);
+
+/* Find an existing context by name (e.g. from another process). */
+LIBXPS_API struct xps_context *xps_context__open(const char *name);
+/* Release the handle only; the context stays. */
+LIBXPS_API void xps_context__close(struct xps_context *ctx);
+
+LIBXPS_API const char *xps_context__name(const struct xps_context *ctx);
+LIBXPS_API int xps_context__info(const struct xps_context *ctx,
+				 struct xps_ctx_info *info);
+/* fd of the context's data map (owned by @ctx), or -ENOENT. */
+LIBXPS_API int xps_context__data_fd(const struct xps_context *ctx);
+/* Summed per-CPU handler counters. */
+LIBXPS_API int xps_context__stats(const struct xps_context *ctx,
+				  struct xps_handler_stats *stats);
+/* Zero the handler counters and key statistics. */
+LIBXPS_API int xps_context__reset_stats(struct xps_context *ctx);
+
+/* Call @cb for every context (sub-contexts included); stops on non-zero. */
+typedef int (*xps_context_cb)(const struct xps_ctx_info *info, __u32 slot,
+			      void *data);
+LIBXPS_API int xps_for_each_context(xps_context_cb cb, void *data);
+
+/* --- data (paper Table 3.2) ----------------------------------------- */
+
+/* Insert; EEXIST if the key is there. */
+LIBXPS_API int xps_put_data(struct xps_context *ctx, const void *key,
+			    const void *value);
+/* Replace; ENOENT if the key is not there. */
+LIBXPS_API int xps_update_data(struct xps_context *ctx, const void *key,
+			       const void *value);
+/* Insert or replace. */
+LIBXPS_API int xps_set_data(struct xps_context *ctx, const void *key,
+			    const void *value);
+LIBXPS_API int xps_get_data(struct xps_context *ctx, const void *key,
+			    void *value);
+LIBXPS_API int xps_delete_data(struct xps_context *ctx, const void *key);
+/*
+ * Batch variants: @keys and @values are arrays of *@count packed entries of
+ * the map's key and value size.  On return *@count holds how many were
+ * applied (all of them unless an error is returned).
+ */
+LIBXPS_API int xps_put_data_batch(struct xps_context *ctx, const void *keys,
+				  const void *values, __u32 *count);
+LIBXPS_API int xps_update_data_batch(struct xps_context *ctx,
+				     const void *keys, const void *values,
+				     __u32 *count);
+LIBXPS_API int xps_delete_data_batch(struct xps_context *ctx,
+				     const void *keys, __u32 *count);
+/* Key and value sizes of the data map. */
+LIBXPS_API int xps_data_sizes(const struct xps_context *ctx, __u32 *key_size,
+			      __u32 *value_size);
+
+/* --- statistics (paper Table 3.2) ----------------------------------- */
+
+/* Accesses of @key by the handler (0 when never looked up). */
+LIBXPS_API int xps_get_stats(struct xps_context *ctx, const void *key,
+			     __u64 *count);
+
+typedef int (*xps_keystat_cb)(const void *key, __u32 key_size, __u64 count,
+			      void *data);
+/* Every key the handler looked up, with its access count. */
+LIBXPS_API int xps_get_allstats(struct xps_context *ctx, xps_keystat_cb cb,
+				void *data);
+
+/* --- composability (paper Table 3.2) -------------------------------- */
+
+/*
+ * A context for @server_sock that runs no handler itself but selects a
+ * sub-context by the @len (1..8) payload bytes at @offset.
+ */
+LIBXPS_API struct xps_context *xps_create_compcontext(int server_sock,
+						      int offset, int len);
+LIBXPS_API struct xps_context *
+xps_create_compcontext_pred(const struct xps_predicate *pred, int offset,
+			    int len, const struct xps_context_opts *opts);
+/* Run the handler in @obj_file for messages whose value is @value. */
+LIBXPS_API struct xps_context *xps_create_subcontext(struct xps_context *comp,
+						     const char *obj_file,
+						     const void *value);
+LIBXPS_API struct xps_context *
+xps_create_subcontext_opts(struct xps_context *comp, const char *obj_file,
+			   const void *value, const struct xps_context_opts *opts);
+
+/* --- system ---------------------------------------------------------- */
+
+struct xps_status {
+	__u32 backend_tcp;	/* enum xps_backend that new contexts use */
+	__u32 backend_udp;
+	bool native_available;	/* the running kernel has the XPS hook */
+	bool loaded;		/* framework loaded (some context exists) */
+	__u32 contexts;
+	char kernel_release[65];
+};
+
+LIBXPS_API int xps_get_status(struct xps_status *st);
+LIBXPS_API const char *xps_backend_name(__u32 backend);
+/* Parse "tcp"/"udp"-style predicates: "[ADDR:]PORT" etc. */
+LIBXPS_API int xps_predicate_from_socket(int sock, struct xps_predicate *pred);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* __LIBXPS_H */
