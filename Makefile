@@ -29,7 +29,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 INCLUDES := -Iinclude -Iinclude/uapi -I$(OUTPUT)
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror \
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror \
 	-I/usr/include/$(ARCH_TRIPLET) $(INCLUDES) -Ibpf
 USER_CFLAGS := -g -O2 -Wall -Wextra -Wno-unused-parameter -Werror \
 	-D_GNU_SOURCE -DXPS_VERSION='"$(XPS_VERSION)"' $(INCLUDES) -Ilibxps

@@ -25,7 +25,8 @@ int xps_kv(struct __sk_buff *skb)
 	klen = len - 1;
 	if (xps_load(skb, klen, &nl, 1) || nl != '\n')
 		return xps_pass(skb);
-	if (klen > KV_KEY_MAX || klen < 1)	/* bounds for the verifier */
+	barrier_var(klen);
+	if (klen < 1 || klen > KV_KEY_MAX)	/* only for the verifier */
 		return xps_pass(skb);
 	if (xps_load(skb, 0, key.k, klen))
 		return xps_pass(skb);
@@ -33,13 +34,19 @@ int xps_kv(struct __sk_buff *skb)
 	if (!val || !xps_may_consume(skb))
 		return xps_pass(skb);
 	vlen = val->len;
-	if (vlen > KV_VALUE_MAX - 1)
+	barrier_var(vlen);
+	if (vlen > KV_VALUE_MAX)
 		return xps_pass(skb);
-	/* value then '\n': the value buffer keeps one spare byte for it */
+	/* value then '\n' */
 	if (xps_resize(skb, vlen + 1))
 		return xps_pass(skb);
-	if (vlen && xps_store(skb, 0, val->v, vlen))
-		return xps_pass(skb);
+	if (vlen) {
+		barrier_var(vlen);
+		if (vlen < 1 || vlen > KV_VALUE_MAX)	/* only for the verifier */
+			return xps_pass(skb);
+		if (xps_store(skb, 0, val->v, vlen))
+			return xps_pass(skb);
+	}
 	nl = '\n';
 	if (xps_store(skb, vlen, &nl, 1))
 		return xps_pass(skb);

@@ -16,9 +16,10 @@ int xps_upper(struct __sk_buff *skb)
 	__u8 buf[UPPER_MAX];
 	__u32 len = xps_len(skb), i;
 
-	if (len == 0 || len > UPPER_MAX)
+	barrier_var(len);
+	if (len < 1 || len > UPPER_MAX)
 		return xps_pass(skb);
-	if (xps_load(skb, 0, buf, len & (UPPER_MAX - 1) ? len : UPPER_MAX))
+	if (xps_load(skb, 0, buf, len))
 		return xps_pass(skb);
 	for (i = 0; i < UPPER_MAX; i++) {
 		if (i >= len)
@@ -26,7 +27,10 @@ int xps_upper(struct __sk_buff *skb)
 		if (buf[i] >= 'a' && buf[i] <= 'z')
 			buf[i] -= 'a' - 'A';
 	}
-	if (xps_store(skb, 0, buf, len & (UPPER_MAX - 1) ? len : UPPER_MAX))
+	barrier_var(len);
+	if (len < 1 || len > UPPER_MAX)	/* only for the verifier */
+		return xps_pass(skb);
+	if (xps_store(skb, 0, buf, len))
 		return xps_pass(skb);
 	return xps_tx(skb);
 }

@@ -27,6 +27,16 @@
  * backends, so helpers that only exist for one program type never reach it.
  * Handlers must not touch the packet through skb->data or bpf_skb_* helpers
  * directly: payload offsets differ per backend.
+ *
+ * The verifier must see every variable length given to xps_load() and
+ * xps_store() bounded to [1, size of the buffer] on the very register it is
+ * passed in.  clang tends to fold such checks into earlier ones; write
+ *
+ *	barrier_var(len);
+ *	if (len < 1 || len > sizeof(buf))
+ *		return xps_pass(skb);
+ *
+ * right before the call.
  */
 #ifndef __XPS_BPF_H
 #define __XPS_BPF_H
@@ -95,6 +105,36 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xps_conns SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xps_config);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_config SEC(".maps");
+
+/*
+ * Stock TCP: the reply being built, one per CPU (an array indexed by CPU:
+ * per-CPU map values are limited to 32 KiB; libxps sizes it to the
+ * possible CPUs), and replies awaiting send.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xps_reply_buf);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_reply SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct xps_stash_key);
+	__type(value, struct xps_reply_buf);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_stash SEC(".maps");
+
 /*
  * XPS_DATA_MAP() declares the handler's data map (the values it serves,
  * filled through xps_put_data() and friends) and the per-key access
@@ -146,25 +186,84 @@ static __always_inline int xps_load(struct __sk_buff *skb, __u32 off,
  * request may not be consumed (slow-path work outstanding on the
  * connection): the handler must then PASS the untouched request.
  */
+static __always_inline struct xps_reply_buf *xps__reply(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&xps_reply, &cpu);
+}
+
+/*
+ * Stock TCP: the first write starts the reply as a copy of the request,
+ * so that a handler sees the same in-place semantics as on the other
+ * backends (bytes it does not overwrite are the request's).
+ */
+static __always_inline struct xps_reply_buf *
+xps__reply_begin(struct __sk_buff *skb, struct xps_run *run)
+{
+	struct xps_reply_buf *rb = xps__reply();
+	__u32 n;
+
+	if (!rb)
+		return NULL;
+	if (run->rewritten)
+		return rb;
+	n = run->payload_len;
+	barrier_var(n);
+	if (n > XPS_STOCK_REPLY_MAX)
+		return NULL;
+	rb->len = n;
+	if (n >= 1 && bpf_skb_load_bytes(skb, 0, rb->data, n))
+		return NULL;
+	run->rewritten = 1;
+	return rb;
+}
+
 static __always_inline int xps_store(struct __sk_buff *skb, __u32 off,
 				     const void *buf, __u32 len)
 {
 	struct xps_run *run = xps__run();
+	struct xps_reply_buf *rb;
 
 	if (!run || !run->may_consume)
 		return -16;
-	run->rewritten = 1;
-	return bpf_skb_store_bytes(skb, run->payload_off + off, buf, len, 0);
+	if (xps_backend != XPS_BACKEND_SOCKMAP) {
+		run->rewritten = 1;
+		return bpf_skb_store_bytes(skb, run->payload_off + off, buf,
+					   len, 0);
+	}
+	rb = xps__reply_begin(skb, run);
+	if (!rb)
+		return -7;
+	barrier_var(off);
+	barrier_var(len);
+	/* only for the verifier: data[] is twice the largest reply */
+	if (off >= XPS_STOCK_REPLY_MAX || len > XPS_STOCK_REPLY_MAX)
+		return -7;
+	if (off + len > rb->len)
+		return -22;
+	return bpf_probe_read_kernel(rb->data + off, len, buf);
 }
 
-/* Set the payload length of the reply (grow or shrink). */
+/*
+ * Set the payload length of the reply (grow or shrink).  Bytes a grow adds
+ * are undefined until written.
+ */
 static __always_inline int xps_resize(struct __sk_buff *skb, __u32 len)
 {
 	struct xps_run *run = xps__run();
+	struct xps_reply_buf *rb;
 	int err;
 
 	if (!run || !run->may_consume)
 		return -16;
+	if (xps_backend == XPS_BACKEND_SOCKMAP) {
+		rb = xps__reply_begin(skb, run);
+		if (!rb || len > XPS_STOCK_REPLY_MAX)
+			return -7;
+		rb->len = len;
+		return 0;
+	}
 	run->rewritten = 1;
 	err = bpf_skb_change_tail(skb, run->payload_off + len, 0);
 	if (!err)
@@ -274,7 +373,7 @@ static __always_inline int xps_pass(struct __sk_buff *skb)
 
 	if (!run)
 		return xps__pass_code();
-	if (run->rewritten) {
+	if (run->rewritten && xps_backend != XPS_BACKEND_SOCKMAP) {
 		/* The request is gone; passing the half-built reply would
 		 * feed the service garbage.  Drop it and count the error.
 		 */
@@ -405,12 +504,14 @@ static __always_inline int xps__tc_tx(struct __sk_buff *skb,
 		if (off >= run->payload_len)
 			break;
 		n = run->payload_len - off;
-		if (n > XPS__CSUM_CHUNK)
-			n = XPS__CSUM_CHUNK;
 		/* zero the tail so an odd length sums as if padded */
 		__builtin_memset(cb->b, 0, sizeof(cb->b));
-		if (n < 1)
-			return -1; /* for the verifier: n is in [1, 512] */
+		barrier_var(n);
+		if (n > XPS__CSUM_CHUNK)
+			n = XPS__CSUM_CHUNK;
+		barrier_var(n);
+		if (n < 1 || n > XPS__CSUM_CHUNK)
+			return -1; /* only for the verifier: n is in [1, 512] */
 		if (bpf_skb_load_bytes(skb, run->payload_off + off, cb->b, n))
 			return -1;
 		sum += bpf_csum_diff(0, 0, (__be32 *)cb->b,
@@ -427,6 +528,45 @@ static __always_inline int xps__tc_tx(struct __sk_buff *skb,
 	return bpf_redirect(skb->ifindex, 0);
 }
 
+/*
+ * Stock TCP TX: stash the reply for the connection's sk_msg program and
+ * redirect the untouched request to the socket's egress, where that
+ * program swaps it for the reply.  Anything failing before the redirect
+ * leaves the request intact: PASS.
+ */
+static __always_inline int xps__sockmap_tx(struct __sk_buff *skb,
+					   struct xps_run *run)
+{
+	struct xps_stash_key sk = { .cookie = run->cookie };
+	struct xps_reply_buf *rb;
+	struct xps_conn *conn;
+	int ret;
+
+	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
+	if (!conn)
+		goto pass;
+	rb = xps__reply_begin(skb, run);
+	if (!rb)
+		goto pass;
+	/* the top bit says "first piece not seen yet" (see xps_msg_verdict) */
+	rb->req_left = run->payload_len | XPS_STASH_FRESH;
+	sk.idx = conn->tx_head;
+	if (bpf_map_update_elem(&xps_stash, &sk, rb, BPF_ANY))
+		goto pass;
+	conn->tx_head++;
+	run->payload_len = rb->len;
+	ret = bpf_sk_redirect_hash(skb, &xps_sockhash, &run->cookie, 0);
+	/* a stash entry exists: if the redirect failed, drop the request */
+	xps__account(run, ret == XPS__SK_PASS ? XPS__TX : XPS__DROP,
+		     ret != XPS__SK_PASS);
+	return ret;
+pass:
+	run->rewritten = 0;
+	xps__mark_slow(skb, run);
+	xps__account(run, XPS__PASS, 1);
+	return XPS__SK_PASS;
+}
+
 /* Send the payload, as the handler left it, back to the client. */
 static __always_inline int xps_tx(struct __sk_buff *skb)
 {
@@ -437,12 +577,8 @@ static __always_inline int xps_tx(struct __sk_buff *skb)
 		return xps__pass_code();
 	if (!run->may_consume)
 		return xps_pass(skb);
-	if (xps_backend == XPS_BACKEND_SOCKMAP) {
-		ret = bpf_sk_redirect_hash(skb, &xps_sockhash, &run->cookie, 0);
-		xps__account(run, ret == XPS__SK_PASS ? XPS__TX : XPS__DROP,
-			     ret != XPS__SK_PASS);
-		return ret;
-	}
+	if (xps_backend == XPS_BACKEND_SOCKMAP)
+		return xps__sockmap_tx(skb, run);
 	if (xps_backend == XPS_BACKEND_TC) {
 		ret = xps__tc_tx(skb, run);
 		if (ret != TC_ACT_REDIRECT) {

@@ -24,13 +24,28 @@ struct tcp_sock___xps {
 	__u32 write_seq;
 } __attribute__((preserve_access_index));
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct xps_config);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xps_config SEC(".maps");
+struct task_struct___xps {
+	unsigned int flags;
+} __attribute__((preserve_access_index));
+
+#define XPS_PF_KTHREAD 0x00200000	/* include/linux/sched.h */
+
+/* tcp_sock starts with struct sock, which starts with sock_common */
+struct sock_common___xps {
+	struct {
+		__s64 counter;
+	} skc_cookie;
+} __attribute__((preserve_access_index));
+
+struct sock___xps {
+	struct sock_common___xps __sk_common;
+	struct {
+		int owned;
+	} sk_lock;
+	struct {
+		int len;
+	} sk_backlog;
+} __attribute__((preserve_access_index));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -418,25 +433,24 @@ static __always_inline int sockmap_may_consume(struct __sk_buff *skb,
 	run->write_seq = tp->write_seq;
 	if (tp->rcv_nxt - tp->copied_seq != skb->len)
 		return 0;
+	/*
+	 * Bytes that arrived before accept() reach this program from inside
+	 * the owner's recvmsg (tcp_bpf_recvmsg_parser), which afterwards
+	 * writes back a copied_seq read before the run: consuming there
+	 * would leave copied_seq behind rcv_nxt for good (the owner is then
+	 * woken forever and nothing is consumed again).  That is the one
+	 * path where the socket is owned by the user outside backlog
+	 * processing (__release_sock keeps sk_backlog.len until it is done).
+	 */
+	if (((struct sock___xps *)tp)->sk_lock.owned &&
+	    !((struct sock___xps *)tp)->sk_backlog.len)
+		return 0;
 	if (conn->flags & XPS_CONN_SLOW_PENDING) {
 		if (tp->write_seq == conn->pass_write_seq)
 			return 0;
 		conn->flags &= ~XPS_CONN_SLOW_PENDING;
 	}
 	return 1;
-}
-
-/*
- * Stream parser: every chunk TCP has queued is one "message".  Framing
- * stays the handler's business (as on the native hook); the parser is there
- * because in verdict-only mode the kernel wakes the owner after every
- * consumed skb (sk_psock_verdict_data_ready), which turns an epoll service
- * into a busy loop of EPOLLIN followed by EAGAIN.
- */
-SEC("sk_skb/stream_parser")
-int xps_stream_parser(struct __sk_buff *skb)
-{
-	return skb->len;
 }
 
 SEC("sk_skb/stream_verdict")
@@ -487,6 +501,100 @@ int xps_stream_verdict(struct __sk_buff *skb)
 	bpf_tail_call(skb, &xps_progs_tcp, sub);
 	count_only(sub, run->start_ns, 1);
 	return XPS__SK_PASS;
+}
+
+/*
+ * Stock TCP replies on their way out (see struct xps_reply_buf).  A
+ * redirected request is sent by the psock's backlog kworker; while the
+ * connection has replies stashed, what a kernel thread sends on it is that
+ * request: replace it with the reply.  What the service writes (from its
+ * own task) passes untouched.
+ */
+SEC("sk_msg")
+int xps_msg_verdict(struct sk_msg_md *msg)
+{
+	struct xps_stash_key k = {};
+	struct task_struct___xps *task;
+	struct tcp_sock___xps *tp;
+	struct xps_reply_buf *st;
+	struct xps_config *cfg;
+	struct xps_conn *conn;
+	struct bpf_sock *bsk;
+	__u32 size = msg->size, left, pop, n, i;
+	void *d, *e;
+
+	bsk = msg->sk;
+	cfg = config();
+	if (!cfg || !bsk)
+		return SK_PASS;
+	tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(bsk);
+	if (!tp)
+		return SK_PASS;
+	k.cookie = ((struct sock___xps *)tp)->__sk_common.skc_cookie.counter;
+	conn = bpf_map_lookup_elem(&xps_conns, &k.cookie);
+	if (!conn || conn->tx_tail == conn->tx_head)
+		return SK_PASS;
+	k.idx = conn->tx_tail;
+	st = bpf_map_lookup_elem(&xps_stash, &k);
+	if (!st)
+		return SK_PASS;
+
+	task = (struct task_struct___xps *)bpf_get_current_task_btf();
+	if (!(task->flags & XPS_PF_KTHREAD))
+		return SK_PASS;	/* the service's own bytes */
+	left = st->req_left & ~XPS_STASH_FRESH;
+	pop = size < left ? size : left;
+	if (pop && bpf_msg_pop_data(msg, 0, pop, 0))
+		return SK_DROP;
+	if (st->req_left & XPS_STASH_FRESH) {
+		n = st->len;
+		barrier_var(n);
+		if (n > XPS_STOCK_REPLY_MAX)
+			return SK_DROP;
+		if (n) {
+			/* whole 64-byte blocks, the padding popped after:
+			 * one loop short enough for the verifier (helpers
+			 * may not write into sk_msg data)
+			 */
+			__u32 padded = (n + 63) & ~63u;
+
+			if (bpf_msg_push_data(msg, 0, padded, 0) ||
+			    bpf_msg_pull_data(msg, 0, padded, 0))
+				return SK_DROP;
+			d = (void *)(long)msg->data;
+			e = (void *)(long)msg->data_end;
+			for (i = 0; i < XPS_STOCK_REPLY_MAX / 64; i++) {
+				__u64 *dst, *src;
+				__u32 off = i * 64;
+
+				if (off >= padded)
+					break;
+				if (d + off + 64 > e)
+					return SK_DROP;
+				dst = d + off;
+				src = (__u64 *)(st->data + off);
+				dst[0] = src[0];
+				dst[1] = src[1];
+				dst[2] = src[2];
+				dst[3] = src[3];
+				dst[4] = src[4];
+				dst[5] = src[5];
+				dst[6] = src[6];
+				dst[7] = src[7];
+			}
+			if (padded > n &&
+			    bpf_msg_pop_data(msg, n, padded - n, 0))
+				return SK_DROP;
+		}
+	}
+	left -= pop;
+	if (left) {
+		st->req_left = left;	/* more pieces of this request follow */
+		return SK_PASS;
+	}
+	bpf_map_delete_elem(&xps_stash, &k);
+	conn->tx_tail++;
+	return SK_PASS;
 }
 
 /*
@@ -631,7 +739,73 @@ forward:
 	return TC_ACT_OK;
 }
 
-/* ---- stock UDP: TC ingress ------------------------------------------ */
+/* ---- stock: TC ingress (UDP handlers, TCP drain) -------------------- */
+
+/*
+ * Draining: take the connection of this TCP segment out of the sockhash if
+ * the service has nothing unread.  This runs before TCP sees the segment,
+ * so the segment itself is queued on the plain socket path.
+ */
+static __always_inline void drain_tcp(struct __sk_buff *skb,
+				      struct xps_config *cfg, __u32 l3,
+				      __u32 l4, __u8 family, __u32 l4_len)
+{
+	struct bpf_sock_tuple tuple = {};
+	struct tcp_sock___xps *tp;
+	struct bpf_sock *sk;
+	struct tcphdr th;
+	__u64 cookie;
+	__u32 tsz;
+
+	if (bpf_ktime_get_ns() - cfg->drain_since_ns < XPS_DRAIN_GRACE_NS)
+		return;
+	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
+		return;
+	/* only data segments: a request/response client sends one only
+	 * after it got every answer it waits for
+	 */
+	if (l4_len <= th.doff * 4)
+		return;
+	if (family == AF_INET) {
+		struct iphdr ip;
+
+		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)))
+			return;
+		tuple.ipv4.saddr = ip.saddr;
+		tuple.ipv4.daddr = ip.daddr;
+		tuple.ipv4.sport = th.source;
+		tuple.ipv4.dport = th.dest;
+		tsz = sizeof(tuple.ipv4);
+	} else {
+		struct ipv6hdr ip6;
+
+		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)))
+			return;
+		__builtin_memcpy(tuple.ipv6.saddr, &ip6.saddr, 16);
+		__builtin_memcpy(tuple.ipv6.daddr, &ip6.daddr, 16);
+		tuple.ipv6.sport = th.source;
+		tuple.ipv6.dport = th.dest;
+		tsz = sizeof(tuple.ipv6);
+	}
+	sk = bpf_skc_lookup_tcp(skb, &tuple, tsz, BPF_F_CURRENT_NETNS, 0);
+	if (!sk)
+		return;
+	tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(sk);
+	if (!tp) {
+		bpf_sk_release(sk);
+		return;
+	}
+	/* TC has no bpf_get_socket_cookie() for a looked-up socket; the
+	 * cookie exists: it was generated when the connection was enrolled
+	 */
+	cookie = ((struct sock___xps *)tp)->__sk_common.skc_cookie.counter;
+	if (tp->copied_seq == tp->rcv_nxt &&
+	    bpf_map_lookup_elem(&xps_conns, &cookie)) {
+		bpf_map_delete_elem(&xps_sockhash, &cookie);
+		bpf_map_delete_elem(&xps_conns, &cookie);
+	}
+	bpf_sk_release(sk);
+}
 
 SEC("tc")
 int xps_tc_ingress(struct __sk_buff *skb)
@@ -651,8 +825,16 @@ int xps_tc_ingress(struct __sk_buff *skb)
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
 		struct iphdr ip;
 
-		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)) ||
-		    ip.protocol != IPPROTO_UDP)
+		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)))
+			return TC_ACT_OK;
+		if (ip.protocol == IPPROTO_TCP &&
+		    (cfg->flags & XPS_CFG_DRAINING)) {
+			l4 = ip.ihl * 4;
+			drain_tcp(skb, cfg, l3, l3 + l4, AF_INET,
+				  bpf_ntohs(ip.tot_len) - l4);
+			return TC_ACT_OK;
+		}
+		if (ip.protocol != IPPROTO_UDP)
 			return TC_ACT_OK;
 		/* fragments go to the socket: only it can reassemble */
 		if (ip.frag_off & bpf_htons(0x3fff))
@@ -664,8 +846,15 @@ int xps_tc_ingress(struct __sk_buff *skb)
 	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr ip6;
 
-		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)) ||
-		    ip6.nexthdr != IPPROTO_UDP)
+		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)))
+			return TC_ACT_OK;
+		if (ip6.nexthdr == IPPROTO_TCP &&
+		    (cfg->flags & XPS_CFG_DRAINING)) {
+			drain_tcp(skb, cfg, l3, l3 + sizeof(ip6), AF_INET6,
+				  bpf_ntohs(ip6.payload_len));
+			return TC_ACT_OK;
+		}
+		if (ip6.nexthdr != IPPROTO_UDP)
 			return TC_ACT_OK;
 		key.family = AF_INET6;
 		__builtin_memcpy(key.laddr, &ip6.daddr, 16);

@@ -38,6 +38,8 @@ static int print_hook(enum libxps_print_level level, const char *fmt,
 
 	if (level > LIBXPS_WARN && (int)level - LIBXPS_WARN > verbose)
 		return 0;
+	if (level > LIBXPS_WARN)	/* verifier logs are long: no buffer */
+		return vfprintf(stderr, fmt, args);
 	vsnprintf(msg, sizeof(msg), fmt, args);
 	n = strlen(msg);
 	while (n && msg[n - 1] == '\n')
@@ -72,7 +74,6 @@ int dispatch(const struct cmd *cmds, int argc, char **argv,
 	     const char *what)
 {
 	const struct cmd *c, *found = NULL;
-	int n = 0;
 
 	if (argc < 1) {
 		for (c = cmds; c->name; c++)
@@ -81,21 +82,15 @@ int dispatch(const struct cmd *cmds, int argc, char **argv,
 		p_err("%s: missing command", what);
 		return 1;
 	}
-	for (c = cmds; c->name; c++) {
-		if (!strcmp(argv[0], c->name)) {
+	/* as bpftool: an exact name, else the first prefix match in order */
+	for (c = cmds; c->name && !found; c++)
+		if (!strcmp(argv[0], c->name))
 			found = c;
-			n = 1;
-			break;
-		}
-		if (is_prefix(argv[0], c->name)) {
+	for (c = cmds; c->name && !found; c++)
+		if (is_prefix(argv[0], c->name))
 			found = c;
-			n++;
-		}
-	}
-	if (n == 1)
+	if (found)
 		return found->fn(argc - 1, argv + 1);
-	if (n > 1)
-		p_err("%s: '%s' is ambiguous", what, argv[0]);
 	else
 		p_err("%s: unknown command '%s' (try 'xpsctl %s help')", what,
 		      argv[0], what);
@@ -150,50 +145,37 @@ static int do_status(int argc, char **argv)
 	out_bool("native_hook", st.native_available);
 	out_bool("loaded", st.loaded);
 	out_u64("contexts", st.contexts);
+	if (st.backend_tcp == XPS_BACKEND_SOCKMAP) {
+		out_u64("enrolled_connections", st.enrolled);
+		out_bool("draining", st.draining);
+	}
 	out_end_object();
 	return 0;
 }
 
 /* ---- reset ------------------------------------------------------------ */
 
-static int detach_one(const struct xps_ctx_info *info, __u32 slot, void *data)
+static int count_ctx(const struct xps_ctx_info *info, __u32 slot, void *data)
 {
-	char (*names)[XPS_NAME_LEN] = data;
-
+	(void)info;
 	(void)slot;
-	/* sub-contexts go with their parent */
-	if (!(info->flags & XPS_SLOT_SUB))
-		memcpy(names[slot], info->name, XPS_NAME_LEN);
+	(*(int *)data)++;
 	return 0;
 }
 
 static int do_reset(int argc, char **argv)
 {
-	char names[XPS_MAX_SLOTS][XPS_NAME_LEN] = {};
-	int i, err, failed = 0, n = 0;
+	int err, n = 0;
 
 	(void)argv;
 	if (argc) {
 		p_err("reset takes no arguments");
 		return 1;
 	}
-	err = xps_for_each_context(detach_one, names);
-	if (err < 0)
+	xps_for_each_context(count_ctx, &n);
+	err = xps_purge();
+	if (err)
 		return lib_err("reset", err);
-	for (i = 0; i < XPS_MAX_SLOTS; i++) {
-		struct xps_context *ctx;
-
-		if (!names[i][0])
-			continue;
-		ctx = xps_context__open(names[i]);
-		if (!ctx || xps_delete_context(ctx)) {
-			failed++;
-			continue;
-		}
-		n++;
-	}
-	if (failed)
-		return lib_err("reset", -EIO);
 	out_begin_object(NULL);
 	out_u64("removed", n);
 	out_end_object();

@@ -405,6 +405,10 @@ static int handler_load(const char *path, __u32 backend, __u8 proto,
 		goto out;
 	}
 
+	/* the per-CPU reply array is sized at run time (framework.c) */
+	data = bpf_object__find_map_by_name(obj, "xps_reply");
+	if (data)
+		bpf_map__set_max_entries(data, libbpf_num_possible_cpus());
 	data = bpf_object__find_map_by_name(obj, "xps_data");
 	keystats = bpf_object__find_map_by_name(obj, "xps_keystats");
 	if (data && reuse_data >= 0) {
@@ -562,6 +566,8 @@ static struct xps_context *ctx_create(const struct ctx_spec *s)
 	if (err)
 		return libxps_err_ptr(err);
 	err = fw_ensure(&fw);
+	if (!err)
+		err = fw_undrain(&fw);
 	if (err)
 		goto out;
 
@@ -1124,4 +1130,32 @@ int xps_delete_context(struct xps_context *ctx)
 	fw_unlock(&fw);
 	xps_context__close(ctx);
 	return err ? libxps_err(err) : 0;
+}
+
+int xps_purge(void)
+{
+	struct xps_ctx_info info;
+	struct xps_fw fw;
+	__u32 slot;
+	int err;
+
+	fw_init(&fw);
+	err = fw_lock(&fw);
+	if (err)
+		return libxps_err(err);
+	if (access(XPS_PIN_ROOT "/xps_config", F_OK)) {
+		fw_unlock(&fw);
+		return 0;
+	}
+	err = fw_open(&fw);
+	if (!err) {
+		for (slot = 0; slot < XPS_MAX_SLOTS; slot++)
+			if (!bpf_map_lookup_elem(fw.ctxinfo, &slot, &info) &&
+			    info.flags && !(info.flags & XPS_SLOT_SUB))
+				delete_slot(&fw, slot);
+	}
+	/* even an incomplete framework (err) is removed as far as it goes */
+	fw_purge(&fw);
+	fw_unlock(&fw);
+	return 0;
 }

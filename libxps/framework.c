@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/magic.h>
 #include <bpf/bpf.h>
@@ -30,7 +31,7 @@
 
 /* Maps the framework pins by name, all removed on teardown. */
 static const char *const fw_maps[] = {
-	"xps_config", "xps_preds", "xps_masks", "xps_slots", "xps_ctxinfo",
+	"xps_reply", "xps_stash", "xps_config", "xps_preds", "xps_masks", "xps_slots", "xps_ctxinfo",
 	"xps_comp", "xps_progs_tcp", "xps_progs_udp", "xps_stats", "xps_run",
 	"xps_sockhash", "xps_conns", "xps_tcifs",
 };
@@ -39,7 +40,8 @@ static const char *const fw_maps[] = {
 #define LINK_NATIVE_TCP	PIN("link_native_tcp")
 #define LINK_NATIVE_UDP	PIN("link_native_udp")
 #define PROG_VERDICT	PIN("prog_stream_verdict")
-#define PROG_PARSER	PIN("prog_stream_parser")
+#define PROG_MSG	PIN("prog_msg_verdict")
+#define PROG_SOCKOPS	PIN("prog_sockops")
 #define PROG_TC_IN	PIN("prog_tc_ingress")
 #define PROG_TC_OUT	PIN("prog_tc_egress")
 
@@ -277,15 +279,6 @@ static int cgroup2_root_fd(void)
 	return fd < 0 ? -errno : fd;
 }
 
-static int pin_link(struct bpf_link *link, const char *path)
-{
-	int err = bpf_link__pin(link, path);
-
-	if (err)
-		pr_warn("cannot pin %s: %s\n", path, strerror(-err));
-	return err;
-}
-
 static void unpin_all(void)
 {
 	char path[128];
@@ -299,41 +292,60 @@ static void unpin_all(void)
 	unlink(LINK_NATIVE_TCP);
 	unlink(LINK_NATIVE_UDP);
 	unlink(PROG_VERDICT);
-	unlink(PROG_PARSER);
+	unlink(PROG_MSG);
+	unlink(PROG_SOCKOPS);
 	unlink(PROG_TC_IN);
 	unlink(PROG_TC_OUT);
 	rmdir(XPS_PIN_ROOT "/ctx");
 	rmdir(XPS_PIN_ROOT);
 }
 
-static int attach_stock(struct xps_framework_bpf *skel)
+/* Enrol new connections: the sock_ops program on the cgroup v2 root. */
+static int attach_sockops(int prog_fd)
 {
-	struct bpf_link *link = NULL;
-	int cg, err;
+	LIBBPF_OPTS(bpf_link_create_opts, lo);
+	int cg, link, err = 0;
 
+	if (!access(LINK_SOCKOPS, F_OK))
+		return 0;
 	cg = cgroup2_root_fd();
 	if (cg < 0)
 		return cg;
-	link = bpf_program__attach_cgroup(skel->progs.xps_sockops, cg);
+	link = bpf_link_create(prog_fd, cg, BPF_CGROUP_SOCK_OPS, &lo);
 	close(cg);
-	if (!link) {
+	if (link < 0) {
 		err = -errno;
 		pr_warn("cannot attach the sock_ops program to the cgroup v2 root: %s\n",
 			strerror(-err));
 		return err;
 	}
-	err = pin_link(link, LINK_SOCKOPS);
-	bpf_link__disconnect(link);
-	bpf_link__destroy(link);
+	if (bpf_obj_pin(link, LINK_SOCKOPS)) {
+		err = -errno;
+		pr_warn("cannot pin %s: %s\n", LINK_SOCKOPS, strerror(-err));
+	}
+	close(link);
+	return err;
+}
+
+static int attach_stock(struct xps_framework_bpf *skel)
+{
+	int err;
+
+	err = bpf_program__pin(skel->progs.xps_sockops, PROG_SOCKOPS);
+	if (err) {
+		pr_warn("cannot pin the sock_ops program: %s\n", strerror(-err));
+		return err;
+	}
+	err = attach_sockops(bpf_program__fd(skel->progs.xps_sockops));
 	if (err)
 		return err;
 
-	err = bpf_prog_attach(bpf_program__fd(skel->progs.xps_stream_parser),
+	err = bpf_prog_attach(bpf_program__fd(skel->progs.xps_msg_verdict),
 			      bpf_map__fd(skel->maps.xps_sockhash),
-			      BPF_SK_SKB_STREAM_PARSER, 0);
+			      BPF_SK_MSG_VERDICT, 0);
 	if (err) {
 		err = -errno;
-		pr_warn("cannot attach the stream parser program to the sockhash: %s\n",
+		pr_warn("cannot attach the sk_msg program to the sockhash: %s\n",
 			strerror(-err));
 		return err;
 	}
@@ -347,7 +359,7 @@ static int attach_stock(struct xps_framework_bpf *skel)
 		return err;
 	}
 	if ((err = bpf_program__pin(skel->progs.xps_stream_verdict, PROG_VERDICT)) ||
-	    (err = bpf_program__pin(skel->progs.xps_stream_parser, PROG_PARSER)) ||
+	    (err = bpf_program__pin(skel->progs.xps_msg_verdict, PROG_MSG)) ||
 	    (err = bpf_program__pin(skel->progs.xps_tc_ingress, PROG_TC_IN)) ||
 	    (err = bpf_program__pin(skel->progs.xps_tc_egress, PROG_TC_OUT))) {
 		pr_warn("cannot pin the framework's programs: %s\n",
@@ -419,11 +431,13 @@ int fw_ensure(struct xps_fw *fw)
 		return err;
 	}
 	native = tcp == XPS_BACKEND_NATIVE;
+	bpf_map__set_max_entries(skel->maps.xps_reply,
+				 libbpf_num_possible_cpus());
 	bpf_program__set_autoload(skel->progs.xps_native_tcp, native);
 	bpf_program__set_autoload(skel->progs.xps_native_udp, native);
 	bpf_program__set_autoload(skel->progs.xps_sockops, !native);
 	bpf_program__set_autoload(skel->progs.xps_stream_verdict, !native);
-	bpf_program__set_autoload(skel->progs.xps_stream_parser, !native);
+	bpf_program__set_autoload(skel->progs.xps_msg_verdict, !native);
 	bpf_program__set_autoload(skel->progs.xps_tc_ingress, !native);
 	bpf_program__set_autoload(skel->progs.xps_tc_egress, !native);
 	if (native) {
@@ -506,6 +520,54 @@ static void tc_release(struct xps_tc_if *tif, __u32 keep)
 	}
 }
 
+static __u32 fw_flags(struct xps_fw *fw)
+{
+	struct xps_config cfg;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(fw->config, &zero, &cfg))
+		return 0;
+	return cfg.flags;
+}
+
+static int fw_set_draining(struct xps_fw *fw, bool on)
+{
+	struct xps_config cfg;
+	struct timespec ts;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(fw->config, &zero, &cfg))
+		return -errno;
+	if (on) {
+		/* bpf_ktime_get_ns() is CLOCK_MONOTONIC */
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		cfg.drain_since_ns = ts.tv_sec * 1000000000ull + ts.tv_nsec;
+		cfg.flags |= XPS_CFG_DRAINING;
+	} else {
+		cfg.flags &= ~XPS_CFG_DRAINING;
+	}
+	if (bpf_map_update_elem(fw->config, &zero, &cfg, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* Connections in the stock backend's sockhash. */
+static __u32 enrolled(struct xps_fw *fw)
+{
+	__u64 key, next;
+	__u32 n = 0;
+
+	if (fw->sockhash < 0 ||
+	    bpf_map_get_next_key(fw->sockhash, NULL, &next))
+		return 0;
+	do {
+		key = next;
+		n++;
+	} while (n < XPS_MAX_CONNS &&
+		 !bpf_map_get_next_key(fw->sockhash, &key, &next));
+	return n;
+}
+
 /* Which TC programs the current contexts need (stock backend only). */
 static __u32 tc_needed(struct xps_fw *fw)
 {
@@ -514,6 +576,8 @@ static __u32 tc_needed(struct xps_fw *fw)
 
 	if (fw->backend_tcp == XPS_BACKEND_NATIVE)
 		return 0;
+	if (fw_flags(fw) & XPS_CFG_DRAINING)
+		need |= XPS_TCIF_INGRESS;
 	for (slot = 0; slot < XPS_MAX_SLOTS; slot++) {
 		if (bpf_map_lookup_elem(fw->ctxinfo, &slot, &info) ||
 		    !info.flags || (info.flags & XPS_SLOT_SUB))
@@ -618,31 +682,78 @@ out:
 	return err;
 }
 
-/* Remove the framework when no context is left. */
+static void fw_remove(struct xps_fw *fw)
+{
+	int fd;
+
+	fw_set_draining(fw, false);
+	unlink(LINK_SOCKOPS);	/* no new enrolment from here on */
+	fw_tc_sync(fw);	/* no context needs TC: detaches everything */
+	fd = bpf_obj_get(PROG_VERDICT);
+	if (fd >= 0 && fw->sockhash >= 0) {
+		bpf_prog_detach2(fd, fw->sockhash, BPF_SK_SKB_STREAM_VERDICT);
+		close(fd);
+	}
+	fd = bpf_obj_get(PROG_MSG);
+	if (fd >= 0 && fw->sockhash >= 0) {
+		bpf_prog_detach2(fd, fw->sockhash, BPF_SK_MSG_VERDICT);
+		close(fd);
+	}
+	unpin_all();
+	pr_info("framework removed\n");
+}
+
+/* Stock TCP connections enrolled while a new context is created: serve. */
+int fw_undrain(struct xps_fw *fw)
+{
+	int fd, err;
+
+	if (fw->backend_tcp != XPS_BACKEND_SOCKMAP ||
+	    !(fw_flags(fw) & XPS_CFG_DRAINING))
+		return 0;
+	fd = bpf_obj_get(PROG_SOCKOPS);
+	if (fd < 0)
+		return -errno;
+	err = attach_sockops(fd);
+	close(fd);
+	if (!err)
+		err = fw_set_draining(fw, false);
+	return err;
+}
+
+/*
+ * No context left: remove the framework, or drain first when the stock
+ * backend still has connections enrolled (see XPS_CFG_DRAINING).  Also the
+ * garbage collector of a finished drain: every control operation calls it.
+ */
 int fw_teardown_if_unused(struct xps_fw *fw)
 {
 	struct xps_ctx_info info;
-	__u32 slot;
-	int fd;
+	__u32 slot, n;
 
 	for (slot = 0; slot < XPS_MAX_SLOTS; slot++)
 		if (!bpf_map_lookup_elem(fw->ctxinfo, &slot, &info) &&
 		    info.flags)
 			return 0;
+	n = enrolled(fw);
+	if (n) {
+		if (!(fw_flags(fw) & XPS_CFG_DRAINING)) {
+			unlink(LINK_SOCKOPS);
+			fw_set_draining(fw, true);
+			fw_tc_sync(fw);
+			pr_info("last context gone: draining %u connection(s) before removing the framework\n",
+				n);
+		}
+		return 0;
+	}
+	fw_remove(fw);
+	return 0;
+}
 
-	fw_tc_sync(fw);	/* no context needs TC: detaches everything */
-	fd = bpf_obj_get(PROG_VERDICT);
-	if (fd >= 0) {
-		bpf_prog_detach2(fd, fw->sockhash, BPF_SK_SKB_STREAM_VERDICT);
-		close(fd);
-	}
-	fd = bpf_obj_get(PROG_PARSER);
-	if (fd >= 0) {
-		bpf_prog_detach2(fd, fw->sockhash, BPF_SK_SKB_STREAM_PARSER);
-		close(fd);
-	}
-	unpin_all();
-	pr_info("last context gone: framework removed\n");
+/* Remove every trace of XPS now, whatever is in flight. */
+int fw_purge(struct xps_fw *fw)
+{
+	fw_remove(fw);
 	return 0;
 }
 
@@ -664,9 +775,15 @@ int xps_get_status(struct xps_status *st)
 	memset(&fw, 0xff, sizeof(fw));	/* every fd -1 */
 	if (access(PIN("xps_config"), F_OK))
 		return 0;
-	err = fw_open(&fw);
-	if (!err) {
+	err = fw_lock(&fw);
+	if (!err)
+		err = fw_open(&fw);
+	if (!err)
+		fw_teardown_if_unused(&fw);	/* finish a drain that is over */
+	if (!err && !access(PIN("xps_config"), F_OK)) {
 		st->loaded = true;
+		st->draining = fw_flags(&fw) & XPS_CFG_DRAINING;
+		st->enrolled = enrolled(&fw);
 		/* contexts use the backend they were created with */
 		st->backend_tcp = fw.backend_tcp;
 		st->backend_udp = fw.backend_udp;

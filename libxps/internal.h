@@ -50,6 +50,8 @@ LIBXPS_HIDDEN void fw_unlock(struct xps_fw *fw);
 LIBXPS_HIDDEN int fw_ensure(struct xps_fw *fw);
 LIBXPS_HIDDEN int fw_open(struct xps_fw *fw);
 LIBXPS_HIDDEN int fw_teardown_if_unused(struct xps_fw *fw);
+LIBXPS_HIDDEN int fw_undrain(struct xps_fw *fw);
+LIBXPS_HIDDEN int fw_purge(struct xps_fw *fw);
 LIBXPS_HIDDEN int fw_tc_sync(struct xps_fw *fw);
 LIBXPS_HIDDEN int fw_bump_generation(struct xps_fw *fw);
 LIBXPS_HIDDEN int detect_backends(__u32 *tcp, __u32 *udp, bool *native);

@@ -176,12 +176,20 @@ struct xps_status {
 	__u32 backend_tcp;	/* enum xps_backend that new contexts use */
 	__u32 backend_udp;
 	bool native_available;	/* the running kernel has the XPS hook */
-	bool loaded;		/* framework loaded (some context exists) */
+	bool loaded;		/* framework loaded */
+	bool draining;		/* no TCP context, connections still enrolled */
+	__u32 enrolled;		/* stock TCP connections in the sockhash */
 	__u32 contexts;
 	char kernel_release[65];
 };
 
 LIBXPS_API int xps_get_status(struct xps_status *st);
+/*
+ * Delete every context and remove all XPS state now.  Unlike deleting the
+ * last context, this does not wait for enrolled stock-backend connections
+ * to drain: bytes they have in flight inside the sockhash may be lost.
+ */
+LIBXPS_API int xps_purge(void);
 LIBXPS_API const char *xps_backend_name(__u32 backend);
 /* Parse "tcp"/"udp"-style predicates: "[ADDR:]PORT" etc. */
 LIBXPS_API int xps_predicate_from_socket(int sock, struct xps_predicate *pred);

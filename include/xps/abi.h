@@ -148,6 +148,31 @@ struct xps_conn {
 	__u32 flags;		/* enum xps_conn_flags */
 	__u32 pass_write_seq;	/* write_seq when the last PASS happened */
 	__u32 reset_pending;	/* RESET requested, RST not yet sent */
+	__u32 tx_head;		/* replies stashed (producer: stream verdict) */
+	__u32 tx_tail;		/* replies sent (consumer: sk_msg) */
+	__u32 pad;
+};
+
+/*
+ * Stock TCP replies.  sockmap charges a redirected skb to copied_seq with
+ * its length after the program ran (tcp_eat_skb), so the request is
+ * redirected unchanged and the sk_msg program replaces it on the way out
+ * (sent by the psock's kworker, which tells it from the service's own
+ * writes) with the reply stashed here, in order, per connection.
+ */
+#define XPS_STOCK_REPLY_MAX	32768
+
+struct xps_reply_buf {
+	__u32 len;		/* reply length */
+	__u32 req_left;		/* stash: request bytes still to replace */
+	__u8 data[2 * XPS_STOCK_REPLY_MAX]; /* 2x: offsets stay in bounds */
+};
+
+#define XPS_STASH_FRESH	(1u << 31)
+
+struct xps_stash_key {
+	__u64 cookie;
+	__u32 idx;
 	__u32 pad;
 };
 
@@ -167,12 +192,25 @@ struct xps_config {
 	__u32 backend_udp;
 	__u32 generation;	/* bumped on every predicate/slot change */
 	__u32 flags;		/* enum xps_config_flags */
+	__u64 drain_since_ns;	/* XPS_CFG_DRAINING: bpf_ktime_get_ns() base */
+	__u64 pad2;
 };
 
 enum xps_config_flags {
 	XPS_CFG_TC_INGRESS = 1 << 0,	/* stock UDP programs attached */
 	XPS_CFG_TC_EGRESS = 1 << 1,	/* stock TCP RESET completion attached */
+	/*
+	 * Stock TCP: no TCP context is left but connections are still in the
+	 * sockhash.  Removing a socket from a sockhash frees what its psock
+	 * holds (passed bytes not yet read, replies not yet sent), so TC
+	 * ingress removes each connection at its next data segment, once the
+	 * service has read everything and the last reply had time to leave.
+	 */
+	XPS_CFG_DRAINING = 1 << 2,
 };
+
+/* How long after draining starts connections begin to leave the sockhash. */
+#define XPS_DRAIN_GRACE_NS	(200 * 1000 * 1000ULL)
 
 /* Stock backend: interfaces the TC programs were attached to. */
 #define XPS_MAX_TC_IFS 64
@@ -188,6 +226,9 @@ struct xps_tc_if {
 	__u32 flags;
 };
 
+_Static_assert(sizeof(struct xps_stash_key) == 16, "xps_stash_key layout");
+_Static_assert(sizeof(struct xps_reply_buf) == 8 + 2 * XPS_STOCK_REPLY_MAX,
+	       "xps_reply_buf layout");
 _Static_assert(sizeof(struct xps_tc_if) == 8, "xps_tc_if layout");
 _Static_assert(sizeof(struct xps_pred_key) == 40, "xps_pred_key layout");
 _Static_assert(sizeof(struct xps_pred_value) == 8, "xps_pred_value layout");
@@ -198,7 +239,7 @@ _Static_assert(sizeof(struct xps_comp_value) == 8, "xps_comp_value layout");
 _Static_assert(sizeof(struct xps_handler_stats) == 64, "xps_handler_stats layout");
 _Static_assert(sizeof(struct xps_ctx_info) == 264, "xps_ctx_info layout");
 _Static_assert(sizeof(struct xps_run) == 48, "xps_run layout");
-_Static_assert(sizeof(struct xps_conn) == 24, "xps_conn layout");
-_Static_assert(sizeof(struct xps_config) == 16, "xps_config layout");
+_Static_assert(sizeof(struct xps_conn) == 32, "xps_conn layout");
+_Static_assert(sizeof(struct xps_config) == 32, "xps_config layout");
 
 #endif /* __XPS_ABI_H */

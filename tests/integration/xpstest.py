@@ -1,0 +1,247 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Test harness for XPS integration tests: real sockets, real xpsctl.
+
+Listeners count every byte they receive and answer "S:" + request, so a
+test can always tell a reply from the kernel (handler) from one from the
+service, and prove the service never saw what the kernel consumed.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OUT = os.path.join(ROOT, ".output")
+XPSCTL = os.path.join(OUT, "xpsctl")
+BPF = os.path.join(OUT, "bpf")
+
+
+def obj(name):
+    return os.path.join(BPF, name + ".bpf.o")
+
+
+class XpsError(Exception):
+    pass
+
+
+def xpsctl(*args, check=True, user=None):
+    """Run xpsctl -j ARGS; return parsed JSON (raise XpsError on failure)."""
+    cmd = [XPSCTL, "-j"] + [str(a) for a in args]
+    if user:
+        cmd = ["setpriv", "--reuid", user, "--regid", user, "--clear-groups",
+               "--inh-caps=-all"] + cmd
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    out = p.stdout.strip()
+    try:
+        doc = json.loads(out) if out else None
+    except json.JSONDecodeError:
+        raise XpsError("xpsctl printed invalid JSON: %r (stderr %r)" % (out, p.stderr))
+    if p.returncode != 0:
+        if not (isinstance(doc, dict) and "error" in doc):
+            raise XpsError("xpsctl failed without a JSON error: rc=%d out=%r" % (p.returncode, out))
+        if check:
+            raise XpsError(doc["error"])
+        return doc
+    if check and isinstance(doc, dict) and "error" in doc:
+        raise XpsError("xpsctl printed an error with exit status 0: %r" % doc)
+    return doc
+
+
+def attach(objname, port, proto="tcp", name=None, addr=None):
+    args = ["handler", "attach", obj(objname), "--port", port, "--proto", proto]
+    if name:
+        args += ["--name", name]
+    if addr:
+        args += ["--addr", addr]
+    return xpsctl(*args)["name"]
+
+
+def stats(name):
+    for s in xpsctl("stats", "show", name):
+        if s["name"] == name:
+            return s
+    raise XpsError("no stats for " + name)
+
+
+def reset():
+    xpsctl("reset")
+
+
+def backend():
+    return xpsctl("status")["backend"]
+
+
+class Listener:
+    """A TCP or UDP service that counts bytes and answers b"S:" + data."""
+
+    def __init__(self, port, proto="tcp", family=socket.AF_INET, reply=True,
+                 host=None):
+        self.port = port
+        self.proto = proto
+        self.bytes = 0
+        self.chunks = []
+        self.reply = reply
+        self.errors = []
+        self.conns = []
+        self.accepted = 0
+        self.lock = threading.Lock()
+        self.stop = False
+        host = host or ("0.0.0.0" if family == socket.AF_INET else "::")
+        kind = socket.SOCK_STREAM if proto == "tcp" else socket.SOCK_DGRAM
+        self.sock = socket.socket(family, kind)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            self.sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        self.sock.bind((host, port))
+        if proto == "tcp":
+            self.sock.listen(128)
+        self.sock.settimeout(0.05)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _count(self, data):
+        with self.lock:
+            self.bytes += len(data)
+            self.chunks.append(data)
+
+    def _serve_tcp(self, c):
+        c.settimeout(0.2)
+        while not self.stop:
+            try:
+                d = c.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError as e:
+                self.errors.append(e)
+                break
+            if not d:
+                break
+            self._count(d)
+            if self.reply:
+                try:
+                    c.sendall(b"S:" + d)
+                except OSError as e:
+                    self.errors.append(e)
+                    break
+        c.close()
+
+    def _run(self):
+        while not self.stop:
+            try:
+                if self.proto == "tcp":
+                    c, _ = self.sock.accept()
+                    self.conns.append(c)
+                    self.accepted += 1
+                    threading.Thread(target=self._serve_tcp, args=(c,), daemon=True).start()
+                else:
+                    d, a = self.sock.recvfrom(65536)
+                    self._count(d)
+                    if self.reply:
+                        self.sock.sendto(b"S:" + d, a)
+            except socket.timeout:
+                continue
+            except OSError:
+                if not self.stop:
+                    raise
+
+    def close(self):
+        self.stop = True
+        self.thread.join(2)
+        self.sock.close()
+
+
+def tcp_client(port, host="127.0.0.1", timeout=3.0, accepted_by=None):
+    """Connect; with @accepted_by (a Listener), return once the service
+    has accepted the connection: bytes sent before accept() are always
+    the service's to answer on the stock backend (see docs/stock-backend.md)."""
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    c = socket.socket(fam, socket.SOCK_STREAM)
+    c.settimeout(timeout)
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    before = accepted_by.accepted if accepted_by else 0
+    c.connect((host, port))
+    if accepted_by:
+        wait_for(lambda: accepted_by.accepted > before, what="accept()")
+    return c
+
+
+def udp_client(host="127.0.0.1", timeout=2.0):
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    c = socket.socket(fam, socket.SOCK_DGRAM)
+    c.settimeout(timeout)
+    return c
+
+
+def recv_exact(c, n):
+    buf = b""
+    while len(buf) < n:
+        d = c.recv(n - len(buf))
+        if not d:
+            raise AssertionError("connection closed after %d of %d bytes" % (len(buf), n))
+        buf += d
+    return buf
+
+
+def wait_for(pred, timeout=5.0, what="condition"):
+    t = time.time()
+    while time.time() - t < timeout:
+        if pred():
+            return
+        time.sleep(0.02)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def bpf_ids(kind):
+    """IDs of every BPF prog or map on the system (bpftool)."""
+    p = subprocess.run(["bpftool", "-j", kind, "list"], capture_output=True,
+                       text=True, check=True)
+    return {e["id"] for e in json.loads(p.stdout or "[]")}
+
+
+def eq(a, b, what):
+    if a != b:
+        raise AssertionError("%s: expected %r, got %r" % (what, b, a))
+
+
+_tests = []
+
+
+def test(fn):
+    _tests.append(fn)
+    return fn
+
+
+def main():
+    only = sys.argv[1:]
+    if os.geteuid() != 0:
+        print("integration tests need root (BPF, cgroup and TC attach)", file=sys.stderr)
+        sys.exit(1)
+    be = backend()
+    print("== integration tests, %s backend, kernel %s" % (be, os.uname().release))
+    failed = []
+    for fn in _tests:
+        if only and fn.__name__ not in only:
+            continue
+        t0 = time.time()
+        try:
+            reset()
+            fn()
+            print("PASS %-40s %.1fs" % (fn.__name__, time.time() - t0), flush=True)
+        except Exception:
+            failed.append(fn.__name__)
+            print("FAIL %-40s %.1fs" % (fn.__name__, time.time() - t0), flush=True)
+            traceback.print_exc()
+        finally:
+            try:
+                reset()
+            except Exception:
+                traceback.print_exc()
+    total = len([f for f in _tests if not only or f.__name__ in only])
+    print("== %d passed, %d failed (%s backend)" % (total - len(failed), len(failed), be))
+    if failed:
+        print("failed: " + " ".join(failed))
+        sys.exit(1)
