@@ -54,7 +54,7 @@ PCFILE := $(OUTPUT)/libxps.pc
 DEPS_STAMP := $(OUTPUT)/.deps-build
 
 .DELETE_ON_ERROR:
-.PHONY: all clean test test-unit test-integration test-vm demo vm-run bench deps install
+.PHONY: all clean tests test test-unit test-integration test-vm demo vm-run bench deps install
 
 all: $(BPF_OBJS) $(LIBXPS_A) $(LIBXPS_SO) $(PCFILE) $(XPSCTL)
 
@@ -132,17 +132,26 @@ install: all
 
 # ---- tests -------------------------------------------------------------
 
-test: all
+API_TEST := $(OUTPUT)/tests/api_test
+
+$(API_TEST): tests/integration/api_test.c $(LIBXPS_A) libxps/libxps.h bpf/kv.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(USER_CFLAGS) -o $@ $< $(LIBXPS_A) $(LIBBPF_LIBS)
+
+tests: $(API_TEST)
+
+test: all tests
 	$(Q)scripts/deps.sh test
 	$(Q)tests/run-all.sh
 
-test-unit: all
+test-unit: all tests
 	$(Q)tests/run-all.sh unit
 
-test-integration: all
+test-integration: all tests
 	$(Q)tests/run-all.sh integration
 
-test-vm: all
+test-vm: all tests
 	$(Q)tests/run-all.sh vm
 
 demo: all

@@ -186,6 +186,9 @@ void fw_unlock(struct xps_fw *fw)
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		close_fd(fds[i]);
 	if (fw->lock_fd >= 0) {
+		/* fw_lock() creates the directory: leave none behind */
+		if (access(PIN("xps_config"), F_OK))
+			rmdir(XPS_PIN_ROOT);
 		flock(fw->lock_fd, LOCK_UN);
 		close(fw->lock_fd);
 	}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Run XPS's test suites and print one summary.  `make test` calls this.
+#
+#   tests/run-all.sh            every suite
+#   tests/run-all.sh SUITE...   some of: unit verifier api integration vm
+#
+# Suites that cannot run on this machine fail loudly; nothing is skipped
+# silently.
+set -u
+cd "$(dirname "$0")/.."
+OUT=.output
+suites=("$@")
+[ ${#suites[@]} -eq 0 ] && suites=(unit verifier api integration vm)
+
+declare -a results
+fail=0
+
+run() {
+	local name=$1; shift
+	local t0=$SECONDS
+	echo "=== $name"
+	if "$@"; then
+		results+=("PASS  $name ($((SECONDS - t0))s)")
+	else
+		results+=("FAIL  $name ($((SECONDS - t0))s)")
+		fail=1
+	fi
+}
+
+need_root() {
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "the $1 suite loads BPF programs: run it as root" >&2
+		return 1
+	fi
+}
+
+for s in "${suites[@]}"; do
+	case $s in
+	unit)
+		run "unit: protocol parsers and encoders (host)" make -s -C tests/unit test ;;
+	verifier)
+		run "verifier: parsers accepted by this kernel" \
+			bash -c 'need_root() { [ "$(id -u)" -eq 0 ] || { echo "needs root" >&2; exit 1; }; }; need_root; tests/verifier/check.sh' ;;
+	api)
+		run "api: libxps (paper Table 3.2), stock backend" \
+			bash -c "$(declare -f need_root); need_root api && XPS_BACKEND=stock $OUT/tests/api_test $OUT/bpf" ;;
+	integration)
+		for t in tests/integration/test_*.py; do
+			run "integration: $(basename "$t" .py), stock backend" \
+				bash -c "$(declare -f need_root); need_root integration && XPS_BACKEND=stock python3 $t"
+		done ;;
+	vm)
+		run "vm: patched kernel, native backend" scripts/vm-test.sh ;;
+	*)
+		echo "unknown suite '$s' (unit verifier api integration vm)" >&2
+		exit 2 ;;
+	esac
+done
+
+echo
+echo "=== summary"
+printf '%s\n' "${results[@]}"
+exit $fail
