@@ -19,12 +19,13 @@ run() {
 	local name=$1; shift
 	local t0=$SECONDS
 	echo "=== $name"
-	if "$@"; then
-		results+=("PASS  $name ($((SECONDS - t0))s)")
-	else
-		results+=("FAIL  $name ($((SECONDS - t0))s)")
-		fail=1
-	fi
+	"$@"
+	case $? in
+	0)	results+=("PASS     $name ($((SECONDS - t0))s)") ;;
+	77)	results+=("NOT RUN  $name: see the message above") ;;
+	*)	results+=("FAIL     $name ($((SECONDS - t0))s)")
+		fail=1 ;;
+	esac
 }
 
 need_root() {
