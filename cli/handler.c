@@ -25,24 +25,32 @@ struct xps_context *open_ctx(const char *name)
 	return ctx;
 }
 
-static int parse_addr(const char *s, struct xps_predicate *p)
+/* An address into @dst (v4-mapped for IPv4); sets and checks the family. */
+static int parse_addr(const char *opt, const char *s, __u8 *dst,
+		      struct xps_predicate *p)
 {
 	struct in_addr a4;
 	struct in6_addr a6;
+	__u8 fam;
 
 	if (inet_pton(AF_INET, s, &a4) == 1) {
-		memset(p->laddr, 0, 10);
-		p->laddr[10] = p->laddr[11] = 0xff;
-		memcpy(p->laddr + 12, &a4, 4);
-		p->family = AF_INET;
+		memset(dst, 0, 10);
+		dst[10] = dst[11] = 0xff;
+		memcpy(dst + 12, &a4, 4);
+		fam = AF_INET;
 	} else if (inet_pton(AF_INET6, s, &a6) == 1) {
-		memcpy(p->laddr, &a6, 16);
-		p->family = IN6_IS_ADDR_V4MAPPED(&a6) ? AF_INET : AF_INET6;
+		memcpy(dst, &a6, 16);
+		fam = IN6_IS_ADDR_V4MAPPED(&a6) ? AF_INET : AF_INET6;
 	} else {
-		p_err("--addr: '%s' is not an IPv4 or IPv6 address", s);
+		p_err("%s: '%s' is not an IPv4 or IPv6 address", opt, s);
 		return -1;
 	}
-	p->has_laddr = true;
+	if (p->family && p->family != fam) {
+		p_err("%s: '%s' is not of the same family as the other address",
+		      opt, s);
+		return -1;
+	}
+	p->family = fam;
 	return 0;
 }
 
@@ -81,8 +89,19 @@ static int parse_pred_opts(int *argc, char ***argv, struct xps_predicate *p,
 			}
 		} else if (!strcmp(o, "--addr") || !strcmp(o, "addr")) {
 			if (next_arg(argc, argv, "--addr", &v) ||
-			    parse_addr(v, p))
+			    parse_addr("--addr", v, p->laddr, p))
 				return -1;
+			p->has_laddr = true;
+		} else if (!strcmp(o, "--raddr") || !strcmp(o, "raddr")) {
+			if (next_arg(argc, argv, "--raddr", &v) ||
+			    parse_addr("--raddr", v, p->raddr, p))
+				return -1;
+			p->has_raddr = true;
+		} else if (!strcmp(o, "--rport") || !strcmp(o, "rport")) {
+			if (next_arg(argc, argv, "--rport", &v) ||
+			    parse_u32(v, "--rport", 65535, &port))
+				return -1;
+			p->rport = port;
 		} else if (!strcmp(o, "--name") || !strcmp(o, "name")) {
 			if (next_arg(argc, argv, "--name", name))
 				return -1;
@@ -126,6 +145,15 @@ static void print_ctx(const struct xps_ctx_info *info, __u32 slot)
 	out_u64("port", info->pred.lport);
 	out_str("proto", proto_name(info->pred.proto));
 	out_str("addr", addr);
+	if (info->pred.mask & XPS_PRED_RADDR) {
+		if (info->pred.family == AF_INET)
+			inet_ntop(AF_INET, info->pred.raddr + 12, addr, sizeof(addr));
+		else
+			inet_ntop(AF_INET6, info->pred.raddr, addr, sizeof(addr));
+		out_str("raddr", addr);
+	}
+	if (info->pred.mask & XPS_PRED_RPORT)
+		out_u64("rport", info->pred.rport);
 	out_str("backend", xps_backend_name(info->backend));
 	out_u64("slot", slot);
 	if (info->flags & XPS_SLOT_SUB) {
@@ -325,7 +353,8 @@ static int do_help(int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	fprintf(stderr,
-"Usage: xpsctl handler attach OBJ.bpf.o --port N [--proto tcp|udp] [--addr A] [--name NAME]\n"
+"Usage: xpsctl handler attach OBJ.bpf.o --port N [--proto tcp|udp] [--addr A]\n"
+"                             [--raddr A] [--rport N] [--name NAME]\n"
 "       xpsctl handler attach OBJ.bpf.o --parent COMP --value V [--name NAME]\n"
 "       xpsctl handler comp --port N --offset O --len L [--proto P] [--addr A] [--name NAME]\n"
 "       xpsctl handler detach NAME\n"

@@ -48,10 +48,15 @@ void json_escape(const char *s, char *dst, size_t dstsz)
 
 static void json_key(const char *key)
 {
-	if (need_comma[depth])
-		putchar(',');
-	need_comma[depth] = true;
-	indent();
+	/* top level: one document per call sequence (stats watch prints many) */
+	if (depth == 0) {
+		need_comma[0] = false;
+	} else {
+		if (need_comma[depth])
+			putchar(',');
+		need_comma[depth] = true;
+		indent();
+	}
 	if (key) {
 		char buf[256];
 

@@ -4,6 +4,7 @@
 control plane (attach/update/detach under traffic, traces), statistics and
 data maps, on whatever backend the running kernel gives (stock on an
 unpatched kernel, native on the patched one)."""
+import json
 import os
 import socket
 import subprocess
@@ -290,6 +291,56 @@ def test_update_detach_under_traffic():
             raise AssertionError("traffic should have seen both paths: %r" % res)
     finally:
         srv.close()
+
+
+@test
+def test_most_specific_match_wins():
+    srv = Listener(P + 21)
+    try:
+        attach("echo", P + 21, name="any-client")
+        xpsctl("handler", "attach", obj("upper"), "--port", P + 21,
+               "--raddr", "127.0.0.2", "--name", "one-client")
+        a = tcp_client(P + 21, accepted_by=srv)
+        b = socket.socket()
+        b.settimeout(3)
+        b.bind(("127.0.0.2", 0))
+        before = srv.accepted
+        b.connect(("127.0.0.1", P + 21))
+        wait_for(lambda: srv.accepted > before, what="accept()")
+        for i in range(5):
+            eq(echo_round(a, b"abc%d" % i), b"abc%d" % i, "127.0.0.1 -> echo")
+            eq(echo_round(b, b"abc%d" % i), b"ABC%d" % i, "127.0.0.2 -> upper")
+        eq((stats("any-client")["tx"], stats("one-client")["tx"]), (5, 5), "tx")
+        # one client port, more specific still
+        c = socket.socket()
+        c.settimeout(3)
+        c.bind(("127.0.0.2", 0))
+        xpsctl("handler", "attach", obj("verdict"), "--port", P + 21,
+               "--raddr", "127.0.0.2", "--rport", c.getsockname()[1],
+               "--name", "one-port")
+        before = srv.accepted
+        c.connect(("127.0.0.1", P + 21))
+        wait_for(lambda: srv.accepted > before, what="accept()")
+        eq(echo_round(c, b"Tx"), b"Tx", "address+port -> verdict")
+        eq(stats("one-port")["tx"], 1, "most specific handler ran")
+        r = xpsctl("handler", "attach", obj("echo"), "--port", P + 21,
+                   "--raddr", "127.0.0.2", check=False)
+        if "already has context 'one-client'" not in r.get("error", ""):
+            raise AssertionError(r)
+    finally:
+        srv.close()
+
+
+@test
+def test_stats_watch():
+    name = attach("echo", P + 22)
+    p = subprocess.run([os.path.join(os.path.dirname(obj("echo")), "..", "xpsctl"),
+                        "-j", "stats", "watch", name, "--count", "2"],
+                       capture_output=True, text=True, timeout=10)
+    eq(p.returncode, 0, "exit status")
+    lines = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+    eq(len(lines), 2, "one JSON document per refresh")
+    eq(lines[1][0]["name"], name, "context in the refresh")
 
 
 @test
