@@ -37,7 +37,7 @@ LIBBPF_LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf -le
 
 # the framework is embedded in libxps as a skeleton; handlers are files
 FRAMEWORK := xps_framework
-HANDLERS := echo verdict upper kv
+HANDLERS := echo verdict upper kv redis
 BPF_OBJS := $(addprefix $(OUTPUT)/bpf/,$(addsuffix .bpf.o,$(FRAMEWORK) $(HANDLERS)))
 BPF_HDRS := $(wildcard bpf/*.bpf.h bpf/*.h bpf/proto/*.h) include/xps/abi.h include/uapi/linux/xps.h
 
@@ -50,13 +50,14 @@ CLI_OBJS := $(patsubst cli/%.c,$(OUTPUT)/cli/%.o,$(CLI_SRCS))
 LIBXPS_A := $(OUTPUT)/libxps.a
 LIBXPS_SO := $(OUTPUT)/libxps.so.$(XPS_VERSION)
 XPSCTL := $(OUTPUT)/xpsctl
+DAEMONS := $(OUTPUT)/xps-redisd
 PCFILE := $(OUTPUT)/libxps.pc
 DEPS_STAMP := $(OUTPUT)/.deps-build
 
 .DELETE_ON_ERROR:
 .PHONY: all clean tests test test-unit test-integration test-vm demo vm-run bench deps install
 
-all: $(BPF_OBJS) $(LIBXPS_A) $(LIBXPS_SO) $(PCFILE) $(XPSCTL)
+all: $(BPF_OBJS) $(LIBXPS_A) $(LIBXPS_SO) $(PCFILE) $(XPSCTL) $(DAEMONS)
 
 # Build dependencies are installed once per checkout (and re-checked when
 # the script changes); deps.sh is a no-op when everything is there.
@@ -112,6 +113,10 @@ $(XPSCTL): $(CLI_OBJS) $(LIBXPS_A)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $(CLI_OBJS) $(LIBXPS_A) $(LIBBPF_LIBS)
 
+$(OUTPUT)/xps-%: daemons/xps-%.c $(LIBXPS_A) libxps/libxps.h bpf/*.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -o $@ $< $(LIBXPS_A) $(LIBBPF_LIBS)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/xps \
 		$(DESTDIR)$(PREFIX)/include/linux $(DESTDIR)$(PREFIX)/sbin \
@@ -126,7 +131,7 @@ install: all
 	install -m 644 include/uapi/linux/xps.h $(DESTDIR)$(PREFIX)/include/linux/
 	install -m 644 bpf/xps.bpf.h $(DESTDIR)$(PREFIX)/include/xps/
 	install -m 644 $(PCFILE) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	install -m 755 $(XPSCTL) $(DESTDIR)$(PREFIX)/sbin/
+	install -m 755 $(XPSCTL) $(DAEMONS) $(DESTDIR)$(PREFIX)/sbin/
 	install -m 644 docs/xpsctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 644 $(filter-out %/$(FRAMEWORK).bpf.o,$(BPF_OBJS)) $(DESTDIR)$(PREFIX)/share/xps/bpf/
 

@@ -147,6 +147,7 @@ struct {
 		__uint(max_entries, entries);				\
 		__type(key, key_type);					\
 		__type(value, value_type);				\
+		__uint(map_flags, BPF_F_NO_PREALLOC);			\
 	} xps_data SEC(".maps");					\
 	struct {							\
 		__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);		\
@@ -154,6 +155,29 @@ struct {
 		__type(key, key_type);					\
 		__type(value, __u64);					\
 	} xps_keystats SEC(".maps")
+
+/*
+ * XPS_MISS_QUEUE(): keys the handler looked up and did not find, for a
+ * filler (daemons/) to fetch from the service; the oldest are dropped when
+ * it is full.  XPS_STATE_MAP(): one value of handler-wide state shared
+ * with the control plane.  Both belong to the context like the data map.
+ */
+#define XPS_MISS_QUEUE(key_type, entries)				\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_QUEUE);			\
+		__uint(max_entries, entries);				\
+		__type(value, key_type);				\
+	} xps_misses SEC(".maps")
+
+#define xps_note_miss(key) bpf_map_push_elem(&xps_misses, key, BPF_EXIST)
+
+#define XPS_STATE_MAP(value_type)					\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_ARRAY);			\
+		__uint(max_entries, 1);					\
+		__type(key, __u32);					\
+		__type(value, value_type);				\
+	} xps_state SEC(".maps")
 
 static __always_inline struct xps_run *xps__run(void)
 {
@@ -297,6 +321,55 @@ static __always_inline int xps_may_consume(struct __sk_buff *skb)
 #define xps_data_update(key, val) \
 	bpf_map_update_elem(&xps_data, key, val, BPF_ANY)
 #define xps_data_delete(key) bpf_map_delete_elem(&xps_data, key)
+
+/*
+ * A cache handler calls this for every write request it is about to pass,
+ * after invalidating the keys the write touches.  It bumps the write epoch
+ * and counts the write as unanswered until the service writes on the
+ * connection with nothing left unread; a filler that read the epoch while
+ * no write was unanswered and finds it unchanged after inserting a value
+ * knows the value is not older than any acknowledged write
+ * (docs/coherence.md).
+ */
+static __always_inline void xps_note_write(struct __sk_buff *skb)
+{
+	struct xps_run *run = xps__run();
+	struct xps_config *cfg;
+	struct xps_conn *conn;
+	__u32 zero = 0;
+
+	cfg = bpf_map_lookup_elem(&xps_config, &zero);
+	if (!cfg || !run)
+		return;
+	__sync_fetch_and_add(&cfg->write_epoch, 1);
+	if (xps_backend != XPS_BACKEND_SOCKMAP)
+		return;
+	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
+	if (!conn)
+		return;
+	__sync_fetch_and_add(&cfg->unacked_writes, 1);
+	conn->unacked++;
+}
+
+/*
+ * The handler's per-connection state: flags of its own and a count of
+ * payload bytes still to pass without parsing (the rest of a request that
+ * began in an earlier segment).  Kept with the framework's record of the
+ * connection (made when it is accepted, forgotten when it closes).  NULL
+ * for UDP and for connections accepted before the context existed: a
+ * handler must then assume nothing about earlier segments.
+ */
+static __always_inline struct xps_conn_hstate *
+xps_conn_state(struct __sk_buff *skb)
+{
+	struct xps_run *run = xps__run();
+	struct xps_conn *conn;
+
+	if (!run || run->proto != IPPROTO_TCP)
+		return NULL;
+	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
+	return conn ? &conn->hs : NULL;
+}
 
 enum xps__outcome { XPS__TX, XPS__DROP, XPS__PASS, XPS__RESET, XPS__ERROR };
 

@@ -358,7 +358,15 @@ int xps_sockops(struct bpf_sock_ops *skops)
 		break;
 	case BPF_SOCK_OPS_STATE_CB:
 		if (skops->args[1] == BPF_TCP_CLOSE) {
+			struct xps_conn *c;
+
 			cookie = bpf_get_socket_cookie(skops);
+			c = bpf_map_lookup_elem(&xps_conns, &cookie);
+			cfg = config();
+			/* writes that will never be answered: release them */
+			if (c && cfg && c->unacked)
+				__sync_fetch_and_sub(&cfg->unacked_writes,
+						     c->unacked);
 			bpf_map_delete_elem(&xps_conns, &cookie);
 		}
 		return 1;
@@ -367,7 +375,7 @@ int xps_sockops(struct bpf_sock_ops *skops)
 	}
 
 	cfg = config();
-	if (!cfg || cfg->backend_tcp != XPS_BACKEND_SOCKMAP)
+	if (!cfg)
 		return 1;
 
 	key.proto = IPPROTO_TCP;
@@ -404,7 +412,12 @@ int xps_sockops(struct bpf_sock_ops *skops)
 	conn.gen = cfg->generation;
 	if (bpf_map_update_elem(&xps_conns, &cookie, &conn, BPF_ANY))
 		return 1;
-	if (bpf_sock_hash_update(skops, &xps_sockhash, &cookie, BPF_NOEXIST)) {
+	/*
+	 * The native hook needs no enrolment, but handlers keep their
+	 * per-connection state here (xps_conn_state()) on both backends.
+	 */
+	if (cfg->backend_tcp == XPS_BACKEND_SOCKMAP &&
+	    bpf_sock_hash_update(skops, &xps_sockhash, &cookie, BPF_NOEXIST)) {
 		bpf_map_delete_elem(&xps_conns, &cookie);
 		return 1;
 	}
@@ -532,16 +545,28 @@ int xps_msg_verdict(struct sk_msg_md *msg)
 		return SK_PASS;
 	k.cookie = ((struct sock___xps *)tp)->__sk_common.skc_cookie.counter;
 	conn = bpf_map_lookup_elem(&xps_conns, &k.cookie);
-	if (!conn || conn->tx_tail == conn->tx_head)
+	if (!conn)
+		return SK_PASS;
+	task = (struct task_struct___xps *)bpf_get_current_task_btf();
+	if (!(task->flags & XPS_PF_KTHREAD)) {
+		/*
+		 * The service writes with nothing unread: it has executed
+		 * every request it was passed, writes included.
+		 */
+		if (conn->unacked && tp->copied_seq == tp->rcv_nxt) {
+			__sync_fetch_and_sub(&cfg->unacked_writes,
+					     conn->unacked);
+			conn->unacked = 0;
+		}
+		return SK_PASS;	/* the service's own bytes */
+	}
+	if (conn->tx_tail == conn->tx_head)
 		return SK_PASS;
 	k.idx = conn->tx_tail;
 	st = bpf_map_lookup_elem(&xps_stash, &k);
 	if (!st)
 		return SK_PASS;
 
-	task = (struct task_struct___xps *)bpf_get_current_task_btf();
-	if (!(task->flags & XPS_PF_KTHREAD))
-		return SK_PASS;	/* the service's own bytes */
 	left = st->req_left & ~XPS_STASH_FRESH;
 	pop = size < left ? size : left;
 	if (pop && bpf_msg_pop_data(msg, 0, pop, 0))

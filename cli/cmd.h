@@ -30,5 +30,6 @@ struct xps_context *open_ctx(const char *name);
 int do_handler(int argc, char **argv);
 int do_stats(int argc, char **argv);
 int do_data(int argc, char **argv);
+int do_service(int argc, char **argv);
 
 #endif

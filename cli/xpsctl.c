@@ -189,6 +189,7 @@ static const struct cmd objects[] = {
 	{ "handler", do_handler },
 	{ "stats", do_stats },
 	{ "data", do_data },
+	{ "service", do_service },
 	{ "reset", do_reset },
 	{ "help", do_help },
 	{ NULL, NULL },
@@ -214,6 +215,10 @@ static void usage(FILE *f)
 "  xpsctl data put|update|set NAME KEY VALUE\n"
 "  xpsctl data get|del NAME KEY\n"
 "  xpsctl data dump NAME\n"
+"  xpsctl service redis --port N [--name NAME] [--redis HOST:PORT]\n"
+"  xpsctl service http --port N [--block METHOD=STATUS]... [--name NAME]\n"
+"  xpsctl service stop NAME\n"
+"  xpsctl service list\n"
 "  xpsctl reset\n"
 "\n"
 "OPTIONS: -j, --json  JSON output     -p, --pretty  indented JSON\n"

@@ -256,21 +256,62 @@ static void zero_stats(struct xps_fw *fw, __u32 slot)
 
 /* ---- handler objects --------------------------------------------------- */
 
+/*
+ * Maps a handler object may declare that belong to its context: pinned
+ * under ctx/<name>/<pin>, kept across updates when the layout matches.
+ */
+static const struct {
+	const char *map;
+	const char *pin;
+} ctx_maps[] = {
+	{ "xps_data", "data" },		/* XPS_DATA_MAP */
+	{ "xps_keystats", "keystats" },	/* XPS_DATA_MAP */
+	{ "xps_misses", "misses" },	/* XPS_MISS_QUEUE */
+	{ "xps_state", "state" },	/* XPS_STATE_MAP */
+};
+#define N_CTX_MAPS (sizeof(ctx_maps) / sizeof(ctx_maps[0]))
+enum { CM_DATA, CM_KEYSTATS };
+
 struct loaded_handler {
 	int prog_fd;
-	int data_fd;
-	int keystats_fd;
+	int fds[N_CTX_MAPS];
 };
+
+static void loaded_init(struct loaded_handler *h)
+{
+	size_t i;
+
+	h->prog_fd = -1;
+	for (i = 0; i < N_CTX_MAPS; i++)
+		h->fds[i] = -1;
+}
 
 static void loaded_close(struct loaded_handler *h)
 {
+	size_t i;
+
 	if (h->prog_fd >= 0)
 		close(h->prog_fd);
-	if (h->data_fd >= 0)
-		close(h->data_fd);
-	if (h->keystats_fd >= 0)
-		close(h->keystats_fd);
-	h->prog_fd = h->data_fd = h->keystats_fd = -1;
+	for (i = 0; i < N_CTX_MAPS; i++)
+		if (h->fds[i] >= 0)
+			close(h->fds[i]);
+	loaded_init(h);
+}
+
+/* fds of a context's pinned maps, for reuse by a new handler object */
+static void ctx_map_fds(const char *name, int *fds)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	size_t i;
+
+	for (i = 0; i < N_CTX_MAPS; i++)
+		fds[i] = -1;
+	if (ctx_dir(dir, sizeof(dir), name))
+		return;
+	for (i = 0; i < N_CTX_MAPS; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, ctx_maps[i].pin);
+		fds[i] = bpf_obj_get(path);
+	}
 }
 
 /* Point the handler's const volatile xps_backend at @backend. */
@@ -341,18 +382,19 @@ static bool map_compatible(int fd, struct bpf_map *m)
  * new object declares them with the same layout.
  */
 static int handler_load(const char *path, __u32 backend, __u8 proto,
-			int reuse_data, int reuse_keystats,
-			struct loaded_handler *out)
+			const int *reuse, struct loaded_handler *out)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = XPS_PIN_ROOT);
 	struct bpf_program *prog, *handler = NULL;
-	struct bpf_map *data, *keystats;
+	struct bpf_map *maps[N_CTX_MAPS], *m;
 	struct bpf_object *obj;
 	enum bpf_prog_type type;
 	enum bpf_attach_type attach;
+	bool keep = true;
 	int err, n = 0;
+	size_t i;
 
-	out->prog_fd = out->data_fd = out->keystats_fd = -1;
+	loaded_init(out);
 	if (access(path, R_OK)) {
 		err = -errno;
 		pr_warn("cannot read handler object %s: %s\n", path,
@@ -406,22 +448,25 @@ static int handler_load(const char *path, __u32 backend, __u8 proto,
 	}
 
 	/* the per-CPU reply array is sized at run time (framework.c) */
-	data = bpf_object__find_map_by_name(obj, "xps_reply");
-	if (data)
-		bpf_map__set_max_entries(data, libbpf_num_possible_cpus());
-	data = bpf_object__find_map_by_name(obj, "xps_data");
-	keystats = bpf_object__find_map_by_name(obj, "xps_keystats");
-	if (data && reuse_data >= 0) {
-		if (map_compatible(reuse_data, data) && keystats &&
-		    reuse_keystats >= 0 && map_compatible(reuse_keystats, keystats)) {
-			if ((err = bpf_map__reuse_fd(data, reuse_data)) ||
-			    (err = bpf_map__reuse_fd(keystats, reuse_keystats)))
-				goto out;
-		} else {
-			pr_info("%s: data map layout differs: the context starts with an empty data map\n",
-				path);
-		}
+	m = bpf_object__find_map_by_name(obj, "xps_reply");
+	if (m)
+		bpf_map__set_max_entries(m, libbpf_num_possible_cpus());
+
+	/* keep the context's maps only if every one keeps its layout */
+	for (i = 0; i < N_CTX_MAPS; i++) {
+		maps[i] = bpf_object__find_map_by_name(obj, ctx_maps[i].map);
+		if (reuse && reuse[i] >= 0 &&
+		    (!maps[i] || !map_compatible(reuse[i], maps[i])))
+			keep = false;
 	}
+	for (i = 0; reuse && keep && i < N_CTX_MAPS; i++) {
+		if (maps[i] && reuse[i] >= 0 &&
+		    (err = bpf_map__reuse_fd(maps[i], reuse[i])))
+			goto out;
+	}
+	if (reuse && !keep && reuse[CM_DATA] >= 0)
+		pr_info("%s: data map layout differs: the context starts with an empty data map\n",
+			path);
 
 	err = bpf_object__load(obj);
 	if (err) {
@@ -430,15 +475,17 @@ static int handler_load(const char *path, __u32 backend, __u8 proto,
 		goto out;
 	}
 	out->prog_fd = dup(bpf_program__fd(handler));
-	if (data)
-		out->data_fd = dup(bpf_map__fd(data));
-	if (keystats)
-		out->keystats_fd = dup(bpf_map__fd(keystats));
-	if (out->prog_fd < 0 || (data && out->data_fd < 0) ||
-	    (keystats && out->keystats_fd < 0)) {
+	if (out->prog_fd < 0)
 		err = -errno;
-		loaded_close(out);
+	for (i = 0; !err && i < N_CTX_MAPS; i++) {
+		if (!maps[i])
+			continue;
+		out->fds[i] = dup(bpf_map__fd(maps[i]));
+		if (out->fds[i] < 0)
+			err = -errno;
 	}
+	if (err)
+		loaded_close(out);
 out:
 	bpf_object__close(obj);
 	return err;
@@ -460,6 +507,7 @@ static int pin_fd(int fd, const char *dir, const char *file)
 static int pin_handler(const char *name, const struct loaded_handler *h)
 {
 	char dir[PATH_MAX];
+	size_t i;
 	int err;
 
 	if (mkdir(XPS_PIN_ROOT "/ctx", 0700) && errno != EEXIST)
@@ -471,26 +519,27 @@ static int pin_handler(const char *name, const struct loaded_handler *h)
 		return -errno;
 	if ((err = pin_fd(h->prog_fd, dir, "prog")))
 		return err;
-	if (h->data_fd >= 0 && (err = pin_fd(h->data_fd, dir, "data")))
-		return err;
-	if (h->keystats_fd >= 0 &&
-	    (err = pin_fd(h->keystats_fd, dir, "keystats")))
-		return err;
+	for (i = 0; i < N_CTX_MAPS; i++) {
+		if (h->fds[i] >= 0 &&
+		    (err = pin_fd(h->fds[i], dir, ctx_maps[i].pin)))
+			return err;
+	}
 	return 0;
 }
 
 static void unpin_handler(const char *name)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 16];
+	size_t i;
 
 	if (ctx_dir(dir, sizeof(dir), name))
 		return;
 	snprintf(path, sizeof(path), "%s/prog", dir);
 	unlink(path);
-	snprintf(path, sizeof(path), "%s/data", dir);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/keystats", dir);
-	unlink(path);
+	for (i = 0; i < N_CTX_MAPS; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, ctx_maps[i].pin);
+		unlink(path);
+	}
 	rmdir(dir);
 }
 
@@ -549,7 +598,7 @@ static void default_name(char *buf, size_t sz, const struct ctx_spec *s,
 
 static struct xps_context *ctx_create(const struct ctx_spec *s)
 {
-	struct loaded_handler h = { -1, -1, -1 };
+	struct loaded_handler h;
 	struct xps_ctx_info info = {}, other, parent_info;
 	struct xps_slot slot_cfg = {};
 	struct xps_pred_key key;
@@ -561,6 +610,7 @@ static struct xps_context *ctx_create(const struct ctx_spec *s)
 	__u32 i, backend;
 	int progs;
 
+	loaded_init(&h);
 	fw_init(&fw);
 	err = fw_lock(&fw);
 	if (err)
@@ -640,7 +690,7 @@ static struct xps_context *ctx_create(const struct ctx_spec *s)
 	progs = info.pred.proto == IPPROTO_UDP ? fw.progs_udp : fw.progs_tcp;
 
 	if (s->obj) {
-		err = handler_load(s->obj, backend, info.pred.proto, -1, -1, &h);
+		err = handler_load(s->obj, backend, info.pred.proto, NULL, &h);
 		if (err)
 			goto out;
 		err = pin_handler(info.name, &h);
@@ -1004,13 +1054,17 @@ int xps_for_each_context(xps_context_cb cb, void *data)
 
 int xps_update_context(struct xps_context *ctx, const char *obj_file)
 {
-	struct loaded_handler h = { -1, -1, -1 };
+	struct loaded_handler h;
 	struct xps_ctx_info info;
+	int reuse[N_CTX_MAPS];
 	struct xps_fw fw;
 	int err, progs;
+	size_t i;
 
 	if (!ctx || !obj_file)
 		return libxps_err(-EINVAL);
+	loaded_init(&h);
+	ctx_map_fds(ctx->name, reuse);
 	fw_init(&fw);
 	err = fw_lock(&fw);
 	if (!err)
@@ -1029,8 +1083,7 @@ int xps_update_context(struct xps_context *ctx, const char *obj_file)
 		err = -EINVAL;
 		goto out;
 	}
-	err = handler_load(obj_file, info.backend, info.pred.proto,
-			   ctx->data_fd, ctx->keystats_fd, &h);
+	err = handler_load(obj_file, info.backend, info.pred.proto, reuse, &h);
 	if (err)
 		goto out;
 	err = pin_handler(ctx->name, &h);
@@ -1046,18 +1099,18 @@ int xps_update_context(struct xps_context *ctx, const char *obj_file)
 	if (!realpath(obj_file, info.obj_path))
 		snprintf(info.obj_path, sizeof(info.obj_path), "%s", obj_file);
 	bpf_map_update_elem(fw.ctxinfo, &ctx->slot, &info, BPF_ANY);
-	if (h.data_fd >= 0 && h.data_fd != ctx->data_fd) {
-		if (ctx->data_fd >= 0)
-			close(ctx->data_fd);
-		ctx->data_fd = dup(h.data_fd);
-	}
-	if (h.keystats_fd >= 0) {
-		if (ctx->keystats_fd >= 0)
-			close(ctx->keystats_fd);
-		ctx->keystats_fd = dup(h.keystats_fd);
-	}
+	if (ctx->data_fd >= 0)
+		close(ctx->data_fd);
+	ctx->data_fd = h.fds[CM_DATA] >= 0 ? dup(h.fds[CM_DATA]) : -1;
+	if (ctx->keystats_fd >= 0)
+		close(ctx->keystats_fd);
+	ctx->keystats_fd = h.fds[CM_KEYSTATS] >= 0 ?
+			   dup(h.fds[CM_KEYSTATS]) : -1;
 	pr_info("context '%s' now runs %s\n", ctx->name, obj_file);
 out:
+	for (i = 0; i < N_CTX_MAPS; i++)
+		if (reuse[i] >= 0)
+			close(reuse[i]);
 	loaded_close(&h);
 	fw_unlock(&fw);
 	return err ? libxps_err(err) : 0;

@@ -374,6 +374,8 @@ static int attach_stock(struct xps_framework_bpf *skel)
 
 static int attach_native(struct xps_framework_bpf *skel)
 {
+	int sockops_err;
+
 	const struct {
 		struct bpf_program *prog;
 		const char *type;
@@ -385,6 +387,11 @@ static int attach_native(struct xps_framework_bpf *skel)
 	int netns, link_fd, type, err = 0;
 	size_t i;
 
+	sockops_err = bpf_program__pin(skel->progs.xps_sockops, PROG_SOCKOPS);
+	if (!sockops_err)
+		sockops_err = attach_sockops(bpf_program__fd(skel->progs.xps_sockops));
+	if (sockops_err)
+		return sockops_err;
 	netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (netns < 0)
 		return -errno;
@@ -438,7 +445,8 @@ int fw_ensure(struct xps_fw *fw)
 				 libbpf_num_possible_cpus());
 	bpf_program__set_autoload(skel->progs.xps_native_tcp, native);
 	bpf_program__set_autoload(skel->progs.xps_native_udp, native);
-	bpf_program__set_autoload(skel->progs.xps_sockops, !native);
+	/* both: per-connection records for handlers (xps_conn_state) */
+	bpf_program__set_autoload(skel->progs.xps_sockops, true);
 	bpf_program__set_autoload(skel->progs.xps_stream_verdict, !native);
 	bpf_program__set_autoload(skel->progs.xps_msg_verdict, !native);
 	bpf_program__set_autoload(skel->progs.xps_tc_ingress, !native);

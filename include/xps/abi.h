@@ -150,7 +150,11 @@ struct xps_conn {
 	__u32 reset_pending;	/* RESET requested, RST not yet sent */
 	__u32 tx_head;		/* replies stashed (producer: stream verdict) */
 	__u32 tx_tail;		/* replies sent (consumer: sk_msg) */
-	__u32 pad;
+	__u32 unacked;		/* writes passed, not yet answered (xps_note_write) */
+	struct xps_conn_hstate {
+		__u32 flags;	/* the handler's, see xps_conn_state() */
+		__u32 skip;	/* payload bytes still to pass unparsed */
+	} hs;
 };
 
 /*
@@ -193,7 +197,14 @@ struct xps_config {
 	__u32 generation;	/* bumped on every predicate/slot change */
 	__u32 flags;		/* enum xps_config_flags */
 	__u64 drain_since_ns;	/* XPS_CFG_DRAINING: bpf_ktime_get_ns() base */
-	__u64 pad2;
+	/*
+	 * Cache coherence for handlers that serve a copy of the service's
+	 * data (see xps_note_write() in xps.bpf.h and docs/coherence.md):
+	 * every write request passed bumps write_epoch and counts as
+	 * unacked until the service answers it.
+	 */
+	__u64 write_epoch;
+	__u64 unacked_writes;
 };
 
 enum xps_config_flags {
@@ -239,7 +250,7 @@ _Static_assert(sizeof(struct xps_comp_value) == 8, "xps_comp_value layout");
 _Static_assert(sizeof(struct xps_handler_stats) == 64, "xps_handler_stats layout");
 _Static_assert(sizeof(struct xps_ctx_info) == 264, "xps_ctx_info layout");
 _Static_assert(sizeof(struct xps_run) == 48, "xps_run layout");
-_Static_assert(sizeof(struct xps_conn) == 32, "xps_conn layout");
-_Static_assert(sizeof(struct xps_config) == 32, "xps_config layout");
+_Static_assert(sizeof(struct xps_conn) == 40, "xps_conn layout");
+_Static_assert(sizeof(struct xps_config) == 40, "xps_config layout");
 
 #endif /* __XPS_ABI_H */

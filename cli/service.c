@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * xpsctl service: one command per accelerated server.
+ *
+ *   xpsctl service redis --port N [--name NAME] [--redis HOST:PORT]
+ *   xpsctl service http --port N [--block METHOD=STATUS]... [--name NAME]
+ *   xpsctl service stop NAME
+ *   xpsctl service list
+ *
+ * A service is a context plus, where its cache must follow the server, a
+ * daemon (pid file and log under /run/xps/).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+
+#include "cmd.h"
+#include "out.h"
+
+#define RUN_DIR "/run/xps"
+
+/* Directory of this executable: handler objects and daemons sit beside it
+ * in the build tree (.output/) and under PREFIX when installed. */
+static const char *self_dir(void)
+{
+	static char dir[PATH_MAX];
+	char *slash;
+	ssize_t n;
+
+	if (dir[0])
+		return dir;
+	n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+	if (n <= 0)
+		return ".";
+	dir[n] = '\0';
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	return dir;
+}
+
+/* A handler object by name: $XPS_BPF_DIR, the build tree, PREFIX/share. */
+static int find_object(const char *name, char *out, size_t sz)
+{
+	const char *env = getenv("XPS_BPF_DIR");
+	const char *cands[3];
+	char b1[PATH_MAX], b2[PATH_MAX];
+	int i;
+
+	snprintf(b1, sizeof(b1), "%s/bpf", self_dir());
+	snprintf(b2, sizeof(b2), "%s/../share/xps/bpf", self_dir());
+	cands[0] = env;
+	cands[1] = b1;
+	cands[2] = b2;
+	for (i = 0; i < 3; i++) {
+		if (!cands[i])
+			continue;
+		snprintf(out, sz, "%s/%s.bpf.o", cands[i], name);
+		if (!access(out, R_OK))
+			return 0;
+	}
+	p_err("cannot find %s.bpf.o (set XPS_BPF_DIR)", name);
+	return -1;
+}
+
+static int find_daemon(const char *name, char *out, size_t sz)
+{
+	snprintf(out, sz, "%s/%s", self_dir(), name);
+	if (!access(out, X_OK))
+		return 0;
+	snprintf(out, sz, "%s/../sbin/%s", self_dir(), name);
+	if (!access(out, X_OK))
+		return 0;
+	p_err("cannot find the %s daemon next to xpsctl", name);
+	return -1;
+}
+
+static void run_path(char *buf, size_t sz, const char *name, const char *ext)
+{
+	snprintf(buf, sz, RUN_DIR "/%s.%s", name, ext);
+}
+
+static pid_t read_pid(const char *name)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	long pid = 0;
+
+	run_path(path, sizeof(path), name, "pid");
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld", &pid) != 1)
+		pid = 0;
+	fclose(f);
+	return pid > 0 && !kill(pid, 0) ? (pid_t)pid : 0;
+}
+
+/* Start @argv detached, logging to RUN_DIR/NAME.log; returns its pid. */
+static pid_t spawn_daemon(const char *name, char *const argv[])
+{
+	char log[PATH_MAX], pidf[PATH_MAX];
+	int fd, st, pfd[2];
+	pid_t pid;
+	FILE *f;
+
+	if (mkdir(RUN_DIR, 0755) && errno != EEXIST) {
+		p_err("cannot create " RUN_DIR ": %s", strerror(errno));
+		return -1;
+	}
+	run_path(log, sizeof(log), name, "log");
+	run_path(pidf, sizeof(pidf), name, "pid");
+	if (pipe(pfd))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		/* double fork: the daemon is not our child */
+		close(pfd[0]);
+		if (setsid() < 0 || (pid = fork()) < 0)
+			_exit(1);
+		if (pid) {
+			if (write(pfd[1], &pid, sizeof(pid)) != sizeof(pid))
+				_exit(1);
+			_exit(0);
+		}
+		close(pfd[1]);
+		fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+		}
+		fd = open("/dev/null", O_RDONLY);
+		if (fd >= 0)
+			dup2(fd, STDIN_FILENO);
+		execv(argv[0], argv);
+		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &pid, sizeof(pid)) != sizeof(pid))
+		pid = -1;
+	close(pfd[0]);
+	waitpid(-1, &st, 0);
+	if (pid > 0) {
+		f = fopen(pidf, "w");
+		if (f) {
+			fprintf(f, "%d\n", pid);
+			fclose(f);
+		}
+	}
+	return pid;
+}
+
+struct svc_opts {
+	__u32 port;
+	const char *name;
+	const char *redis;
+	const char *blocks[16];
+	int nblocks;
+};
+
+static int parse_svc(int argc, char **argv, struct svc_opts *o, bool http)
+{
+	const char *v;
+
+	memset(o, 0, sizeof(*o));
+	while (argc > 0) {
+		if (!strcmp(argv[0], "--port") || !strcmp(argv[0], "port")) {
+			if (next_arg(&argc, &argv, "--port", &v) ||
+			    parse_u32(v, "--port", 65535, &o->port))
+				return -1;
+		} else if (!strcmp(argv[0], "--name") || !strcmp(argv[0], "name")) {
+			if (next_arg(&argc, &argv, "--name", &o->name))
+				return -1;
+		} else if (!http && !strcmp(argv[0], "--redis")) {
+			if (next_arg(&argc, &argv, "--redis", &o->redis))
+				return -1;
+		} else if (http && !strcmp(argv[0], "--block")) {
+			if (next_arg(&argc, &argv, "--block", &v))
+				return -1;
+			if (o->nblocks == 16) {
+				p_err("--block: at most 16 methods");
+				return -1;
+			}
+			o->blocks[o->nblocks++] = v;
+		} else {
+			p_err("unknown option '%s'", argv[0]);
+			return -1;
+		}
+	}
+	if (!o->port) {
+		p_err("--port is required");
+		return -1;
+	}
+	return 0;
+}
+
+static struct xps_context *attach_tcp(const char *objname, __u32 port,
+				      const char *name)
+{
+	struct xps_predicate p = { .proto = IPPROTO_TCP, .lport = port };
+	XPS_CTX_OPTS(opts, name);
+	struct xps_context *ctx;
+	char obj[PATH_MAX];
+
+	if (find_object(objname, obj, sizeof(obj)))
+		return NULL;
+	ctx = xps_create_context_pred(obj, &p, &opts);
+	if (!ctx)
+		lib_err("service", -errno);
+	return ctx;
+}
+
+static void print_service(const char *name, const char *kind, __u32 port,
+			  pid_t pid)
+{
+	char log[PATH_MAX];
+
+	out_begin_object(NULL);
+	out_str("name", name);
+	out_str("service", kind);
+	out_u64("port", port);
+	out_u64("daemon_pid", pid > 0 ? pid : 0);
+	if (pid > 0) {
+		run_path(log, sizeof(log), name, "log");
+		out_str("log", log);
+	}
+	out_end_object();
+}
+
+static int do_redis(int argc, char **argv)
+{
+	char daemon[PATH_MAX], name[XPS_NAME_LEN], redis[300];
+	struct svc_opts o;
+	struct xps_context *ctx;
+	pid_t pid;
+
+	if (parse_svc(argc, argv, &o, false))
+		return 1;
+	snprintf(name, sizeof(name), "%s", o.name ? o.name : "redis");
+	snprintf(redis, sizeof(redis), "%s",
+		 o.redis ? o.redis : "127.0.0.1:0");
+	if (!o.redis)
+		snprintf(redis, sizeof(redis), "127.0.0.1:%u", o.port);
+	if (find_daemon("xps-redisd", daemon, sizeof(daemon)))
+		return 1;
+	ctx = attach_tcp("redis", o.port, name);
+	if (!ctx)
+		return 1;
+	{
+		char *const args[] = { daemon, "--context", name, "--redis",
+				       redis, NULL };
+
+		pid = spawn_daemon(name, args);
+	}
+	if (pid <= 0) {
+		p_err("cannot start xps-redisd");
+		xps_delete_context(ctx);
+		return 1;
+	}
+	xps_context__close(ctx);
+	print_service(name, "redis", o.port, pid);
+	return 0;
+}
+
+/* "POST=405": the method and the status the handler answers it with. */
+static int parse_block(const char *s, char *method, size_t msz, __u32 *status)
+{
+	const char *eq = strchr(s, '=');
+	size_t n = eq ? (size_t)(eq - s) : 0;
+
+	if (!eq || !n || n >= msz || parse_u32(eq + 1, "--block", 999, status) ||
+	    (*status != 405 && *status != 444 && *status != 403 &&
+	     *status != 400 && *status != 501)) {
+		p_err("--block: expected METHOD=STATUS with STATUS 400, 403, 405, 444 or 501, got '%s'",
+		      s);
+		return -1;
+	}
+	memcpy(method, s, n);
+	method[n] = '\0';
+	return 0;
+}
+
+static int do_http(int argc, char **argv)
+{
+	char name[XPS_NAME_LEN], method[16];
+	struct svc_opts o;
+	struct xps_context *ctx;
+	__u32 ks, vs, status;
+	int i;
+
+	if (parse_svc(argc, argv, &o, true))
+		return 1;
+	if (!o.nblocks)
+		o.blocks[o.nblocks++] = "POST=405";
+	snprintf(name, sizeof(name), "%s", o.name ? o.name : "http");
+	for (i = 0; i < o.nblocks; i++)
+		if (parse_block(o.blocks[i], method, sizeof(method), &status))
+			return 1;
+	ctx = attach_tcp("http_filter", o.port, name);
+	if (!ctx)
+		return 1;
+	if (xps_data_sizes(ctx, &ks, &vs) || ks < sizeof(method) || vs < 4) {
+		p_err("the http_filter object has an unexpected data map");
+		xps_delete_context(ctx);
+		return 1;
+	}
+	for (i = 0; i < o.nblocks; i++) {
+		char key[64] = {};
+		__u32 val[16] = {};
+
+		parse_block(o.blocks[i], key, sizeof(method), &status);
+		val[0] = status;
+		if (xps_set_data(ctx, key, val)) {
+			lib_err("service http", -errno);
+			xps_delete_context(ctx);
+			return 1;
+		}
+	}
+	xps_context__close(ctx);
+	print_service(name, "http", o.port, 0);
+	return 0;
+}
+
+static int do_stop(int argc, char **argv)
+{
+	struct xps_context *ctx;
+	char path[PATH_MAX];
+	pid_t pid;
+	int i;
+
+	if (argc != 1) {
+		p_err("usage: xpsctl service stop NAME");
+		return 1;
+	}
+	pid = read_pid(argv[0]);
+	if (pid > 0) {
+		kill(pid, SIGTERM);
+		for (i = 0; i < 50 && !kill(pid, 0); i++)
+			usleep(100000);
+		if (!kill(pid, 0))
+			kill(pid, SIGKILL);
+	}
+	run_path(path, sizeof(path), argv[0], "pid");
+	unlink(path);
+	ctx = open_ctx(argv[0]);
+	if (!ctx)
+		return 1;
+	if (xps_delete_context(ctx))
+		return lib_err("service stop", -errno);
+	out_begin_object(NULL);
+	out_str("stopped", argv[0]);
+	out_end_object();
+	return 0;
+}
+
+static int list_one(const struct xps_ctx_info *info, __u32 slot, void *data)
+{
+	const char *base = strrchr(info->obj_path, '/');
+	char kind[32];
+
+	(void)slot;
+	(void)data;
+	snprintf(kind, sizeof(kind), "%s", base ? base + 1 : info->obj_path);
+	if (strchr(kind, '.'))
+		*strchr(kind, '.') = '\0';
+	if (strcmp(kind, "redis") && strcmp(kind, "http_filter") &&
+	    strcmp(kind, "memcached"))
+		return 0;
+	print_service(info->name, !strcmp(kind, "http_filter") ? "http" : kind,
+		      info->pred.lport, read_pid(info->name));
+	return 0;
+}
+
+static int do_list(int argc, char **argv)
+{
+	int err;
+
+	(void)argv;
+	if (argc) {
+		p_err("service list takes no arguments");
+		return 1;
+	}
+	out_begin_array(NULL);
+	err = xps_for_each_context(list_one, NULL);
+	out_end_array();
+	return err < 0 ? lib_err("service list", err) : 0;
+}
+
+static int do_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	fprintf(stderr,
+"Usage: xpsctl service redis --port N [--name NAME] [--redis HOST:PORT]\n"
+"       xpsctl service http --port N [--block METHOD=STATUS]... [--name NAME]\n"
+"       xpsctl service stop NAME\n"
+"       xpsctl service list\n");
+	return json_output ? 1 : 0;
+}
+
+int do_service(int argc, char **argv)
+{
+	static const struct cmd cmds[] = {
+		{ "redis", do_redis },
+		{ "http", do_http },
+		{ "stop", do_stop },
+		{ "list", do_list },
+		{ "help", do_help },
+		{ NULL, NULL },
+	};
+
+	return dispatch(cmds, argc, argv, "service");
+}
