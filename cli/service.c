@@ -368,7 +368,7 @@ static int do_stop(int argc, char **argv)
 static int list_one(const struct xps_ctx_info *info, __u32 slot, void *data)
 {
 	const char *base = strrchr(info->obj_path, '/');
-	char kind[32];
+	char kind[XPS_OBJ_PATH_LEN];
 
 	(void)slot;
 	(void)data;
