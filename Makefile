@@ -37,7 +37,7 @@ LIBBPF_LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf -le
 
 # the framework is embedded in libxps as a skeleton; handlers are files
 FRAMEWORK := xps_framework
-HANDLERS := echo verdict upper kv redis
+HANDLERS := echo verdict upper kv redis ceiling
 BPF_OBJS := $(addprefix $(OUTPUT)/bpf/,$(addsuffix .bpf.o,$(FRAMEWORK) $(HANDLERS)))
 BPF_HDRS := $(wildcard bpf/*.bpf.h bpf/*.h bpf/proto/*.h) include/xps/abi.h include/uapi/linux/xps.h
 

@@ -114,26 +114,25 @@ struct {
 } xps_config SEC(".maps");
 
 /*
- * Stock TCP: the reply being built, one per CPU (an array indexed by CPU:
- * per-CPU map values are limited to 32 KiB; libxps sizes it to the
- * possible CPUs), and replies awaiting send.
+ * Stock TCP: per-connection reply slots (see struct xps_stash), created at
+ * a connection's first reply from a zeroed template, removed at close.
  */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XPS_MAX_CONNS);
+	__type(key, __u64);
+	__type(value, struct xps_stash);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_stash SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct xps_reply_buf);
+	__type(value, struct xps_stash);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xps_reply SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
-	__type(key, struct xps_stash_key);
-	__type(value, struct xps_reply_buf);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xps_stash SEC(".maps");
+} xps_stash_zero SEC(".maps");
 
 /*
  * XPS_DATA_MAP() declares the handler's data map (the values it serves,
@@ -210,44 +209,54 @@ static __always_inline int xps_load(struct __sk_buff *skb, __u32 off,
  * request may not be consumed (slow-path work outstanding on the
  * connection): the handler must then PASS the untouched request.
  */
-static __always_inline struct xps_reply_buf *xps__reply(void)
-{
-	__u32 cpu = bpf_get_smp_processor_id();
-
-	return bpf_map_lookup_elem(&xps_reply, &cpu);
-}
-
 /*
- * Stock TCP: the first write starts the reply as a copy of the request,
- * so that a handler sees the same in-place semantics as on the other
- * backends (bytes it does not overwrite are the request's).
+ * Stock TCP: the slot the current reply goes to, NULL when every slot of
+ * the connection still waits for the kworker.  The first write starts the
+ * reply as a copy of the request, so that a handler sees the same in-place
+ * semantics as on the other backends (bytes it does not overwrite are the
+ * request's).
  */
-static __always_inline struct xps_reply_buf *
+static __always_inline struct xps_stash_slot *
 xps__reply_begin(struct __sk_buff *skb, struct xps_run *run)
 {
-	struct xps_reply_buf *rb = xps__reply();
-	__u32 n;
+	struct xps_stash_slot *slot;
+	struct xps_conn *conn;
+	struct xps_stash *st;
+	__u32 n, zero = 0;
+	void *tmpl;
 
-	if (!rb)
+	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
+	if (!conn || conn->tx_head - conn->tx_tail >= XPS_STASH_SLOTS)
 		return NULL;
+	st = bpf_map_lookup_elem(&xps_stash, &run->cookie);
+	if (!st) {
+		tmpl = bpf_map_lookup_elem(&xps_stash_zero, &zero);
+		if (!tmpl || bpf_map_update_elem(&xps_stash, &run->cookie,
+						 tmpl, BPF_NOEXIST))
+			return NULL;
+		st = bpf_map_lookup_elem(&xps_stash, &run->cookie);
+		if (!st)
+			return NULL;
+	}
+	slot = &st->slot[conn->tx_head & (XPS_STASH_SLOTS - 1)];
 	if (run->rewritten)
-		return rb;
+		return slot;
 	n = run->payload_len;
 	barrier_var(n);
 	if (n > XPS_STOCK_REPLY_MAX)
 		return NULL;
-	rb->len = n;
-	if (n >= 1 && bpf_skb_load_bytes(skb, 0, rb->data, n))
+	slot->len = n;
+	if (n >= 1 && bpf_skb_load_bytes(skb, 0, slot->data, n))
 		return NULL;
 	run->rewritten = 1;
-	return rb;
+	return slot;
 }
 
 static __always_inline int xps_store(struct __sk_buff *skb, __u32 off,
 				     const void *buf, __u32 len)
 {
 	struct xps_run *run = xps__run();
-	struct xps_reply_buf *rb;
+	struct xps_stash_slot *rb;
 
 	if (!run || !run->may_consume)
 		return -16;
@@ -276,7 +285,7 @@ static __always_inline int xps_store(struct __sk_buff *skb, __u32 off,
 static __always_inline int xps_resize(struct __sk_buff *skb, __u32 len)
 {
 	struct xps_run *run = xps__run();
-	struct xps_reply_buf *rb;
+	struct xps_stash_slot *rb;
 	int err;
 
 	if (!run || !run->may_consume)
@@ -610,34 +619,28 @@ static __always_inline int xps__tc_tx(struct __sk_buff *skb,
 static __always_inline int xps__sockmap_tx(struct __sk_buff *skb,
 					   struct xps_run *run)
 {
-	struct xps_stash_key sk = { .cookie = run->cookie };
-	struct xps_reply_buf *rb;
+	struct xps_stash_slot *slot;
 	struct xps_conn *conn;
 	int ret;
 
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
-	if (!conn)
-		goto pass;
-	rb = xps__reply_begin(skb, run);
-	if (!rb)
-		goto pass;
+	slot = conn ? xps__reply_begin(skb, run) : NULL;
+	if (!slot) {
+		/* the request is intact: the service answers it */
+		run->rewritten = 0;
+		xps__mark_slow(skb, run);
+		xps__account(run, XPS__PASS, conn != NULL);
+		return XPS__SK_PASS;
+	}
 	/* the top bit says "first piece not seen yet" (see xps_msg_verdict) */
-	rb->req_left = run->payload_len | XPS_STASH_FRESH;
-	sk.idx = conn->tx_head;
-	if (bpf_map_update_elem(&xps_stash, &sk, rb, BPF_ANY))
-		goto pass;
+	slot->req_left = run->payload_len | XPS_STASH_FRESH;
 	conn->tx_head++;
-	run->payload_len = rb->len;
+	run->payload_len = slot->len;
 	ret = bpf_sk_redirect_hash(skb, &xps_sockhash, &run->cookie, 0);
-	/* a stash entry exists: if the redirect failed, drop the request */
+	/* a slot is taken: if the redirect failed, drop the request */
 	xps__account(run, ret == XPS__SK_PASS ? XPS__TX : XPS__DROP,
 		     ret != XPS__SK_PASS);
 	return ret;
-pass:
-	run->rewritten = 0;
-	xps__mark_slow(skb, run);
-	xps__account(run, XPS__PASS, 1);
-	return XPS__SK_PASS;
 }
 
 /* Send the payload, as the handler left it, back to the client. */

@@ -368,6 +368,7 @@ int xps_sockops(struct bpf_sock_ops *skops)
 				__sync_fetch_and_sub(&cfg->unacked_writes,
 						     c->unacked);
 			bpf_map_delete_elem(&xps_conns, &cookie);
+			bpf_map_delete_elem(&xps_stash, &cookie);
 		}
 		return 1;
 	default:
@@ -517,7 +518,7 @@ int xps_stream_verdict(struct __sk_buff *skb)
 }
 
 /*
- * Stock TCP replies on their way out (see struct xps_reply_buf).  A
+ * Stock TCP replies on their way out (see struct xps_stash).  A
  * redirected request is sent by the psock's backlog kworker; while the
  * connection has replies stashed, what a kernel thread sends on it is that
  * request: replace it with the reply.  What the service writes (from its
@@ -526,10 +527,11 @@ int xps_stream_verdict(struct __sk_buff *skb)
 SEC("sk_msg")
 int xps_msg_verdict(struct sk_msg_md *msg)
 {
-	struct xps_stash_key k = {};
 	struct task_struct___xps *task;
+	struct xps_stash_slot *st;
 	struct tcp_sock___xps *tp;
-	struct xps_reply_buf *st;
+	struct xps_stash *stash;
+	__u64 cookie;
 	struct xps_config *cfg;
 	struct xps_conn *conn;
 	struct bpf_sock *bsk;
@@ -543,8 +545,8 @@ int xps_msg_verdict(struct sk_msg_md *msg)
 	tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(bsk);
 	if (!tp)
 		return SK_PASS;
-	k.cookie = ((struct sock___xps *)tp)->__sk_common.skc_cookie.counter;
-	conn = bpf_map_lookup_elem(&xps_conns, &k.cookie);
+	cookie = ((struct sock___xps *)tp)->__sk_common.skc_cookie.counter;
+	conn = bpf_map_lookup_elem(&xps_conns, &cookie);
 	if (!conn)
 		return SK_PASS;
 	task = (struct task_struct___xps *)bpf_get_current_task_btf();
@@ -562,10 +564,10 @@ int xps_msg_verdict(struct sk_msg_md *msg)
 	}
 	if (conn->tx_tail == conn->tx_head)
 		return SK_PASS;
-	k.idx = conn->tx_tail;
-	st = bpf_map_lookup_elem(&xps_stash, &k);
-	if (!st)
+	stash = bpf_map_lookup_elem(&xps_stash, &cookie);
+	if (!stash)
 		return SK_PASS;
+	st = &stash->slot[conn->tx_tail & (XPS_STASH_SLOTS - 1)];
 
 	left = st->req_left & ~XPS_STASH_FRESH;
 	pop = size < left ? size : left;
@@ -617,7 +619,7 @@ int xps_msg_verdict(struct sk_msg_md *msg)
 		st->req_left = left;	/* more pieces of this request follow */
 		return SK_PASS;
 	}
-	bpf_map_delete_elem(&xps_stash, &k);
+	st->req_left = 0;
 	conn->tx_tail++;
 	return SK_PASS;
 }

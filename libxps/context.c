@@ -386,7 +386,7 @@ static int handler_load(const char *path, __u32 backend, __u8 proto,
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = XPS_PIN_ROOT);
 	struct bpf_program *prog, *handler = NULL;
-	struct bpf_map *maps[N_CTX_MAPS], *m;
+	struct bpf_map *maps[N_CTX_MAPS];
 	struct bpf_object *obj;
 	enum bpf_prog_type type;
 	enum bpf_attach_type attach;
@@ -446,11 +446,6 @@ static int handler_load(const char *path, __u32 backend, __u8 proto,
 			path);
 		goto out;
 	}
-
-	/* the per-CPU reply array is sized at run time (framework.c) */
-	m = bpf_object__find_map_by_name(obj, "xps_reply");
-	if (m)
-		bpf_map__set_max_entries(m, libbpf_num_possible_cpus());
 
 	/* keep the context's maps only if every one keeps its layout */
 	for (i = 0; i < N_CTX_MAPS; i++) {

@@ -31,7 +31,7 @@
 
 /* Maps the framework pins by name, all removed on teardown. */
 static const char *const fw_maps[] = {
-	"xps_reply", "xps_stash", "xps_config", "xps_preds", "xps_masks", "xps_slots", "xps_ctxinfo",
+	"xps_stash", "xps_stash_zero", "xps_config", "xps_preds", "xps_masks", "xps_slots", "xps_ctxinfo",
 	"xps_comp", "xps_progs_tcp", "xps_progs_udp", "xps_stats", "xps_run",
 	"xps_sockhash", "xps_conns", "xps_tcifs",
 };
@@ -441,8 +441,6 @@ int fw_ensure(struct xps_fw *fw)
 		return err;
 	}
 	native = tcp == XPS_BACKEND_NATIVE;
-	bpf_map__set_max_entries(skel->maps.xps_reply,
-				 libbpf_num_possible_cpus());
 	bpf_program__set_autoload(skel->progs.xps_native_tcp, native);
 	bpf_program__set_autoload(skel->progs.xps_native_udp, native);
 	/* both: per-connection records for handlers (xps_conn_state) */

@@ -162,22 +162,22 @@ struct xps_conn {
  * its length after the program ran (tcp_eat_skb), so the request is
  * redirected unchanged and the sk_msg program replaces it on the way out
  * (sent by the psock's kworker, which tells it from the service's own
- * writes) with the reply stashed here, in order, per connection.
+ * writes) with the reply the handler built in the connection's next slot.
+ * Slots are used in order (xps_conn tx_head/tx_tail); when all are waiting
+ * for the kworker, the handler passes.
  */
-#define XPS_STOCK_REPLY_MAX	32768
+#define XPS_STOCK_REPLY_MAX	16384
+#define XPS_STASH_SLOTS		2	/* a power of two */
+#define XPS_STASH_FRESH		(1u << 31)
 
-struct xps_reply_buf {
+struct xps_stash_slot {
 	__u32 len;		/* reply length */
-	__u32 req_left;		/* stash: request bytes still to replace */
+	__u32 req_left;		/* request bytes still to replace (+ FRESH) */
 	__u8 data[2 * XPS_STOCK_REPLY_MAX]; /* 2x: offsets stay in bounds */
 };
 
-#define XPS_STASH_FRESH	(1u << 31)
-
-struct xps_stash_key {
-	__u64 cookie;
-	__u32 idx;
-	__u32 pad;
+struct xps_stash {
+	struct xps_stash_slot slot[XPS_STASH_SLOTS];
 };
 
 enum xps_conn_flags {
@@ -237,9 +237,8 @@ struct xps_tc_if {
 	__u32 flags;
 };
 
-_Static_assert(sizeof(struct xps_stash_key) == 16, "xps_stash_key layout");
-_Static_assert(sizeof(struct xps_reply_buf) == 8 + 2 * XPS_STOCK_REPLY_MAX,
-	       "xps_reply_buf layout");
+_Static_assert(sizeof(struct xps_stash_slot) == 8 + 2 * XPS_STOCK_REPLY_MAX,
+	       "xps_stash_slot layout");
 _Static_assert(sizeof(struct xps_tc_if) == 8, "xps_tc_if layout");
 _Static_assert(sizeof(struct xps_pred_key) == 40, "xps_pred_key layout");
 _Static_assert(sizeof(struct xps_pred_value) == 8, "xps_pred_value layout");

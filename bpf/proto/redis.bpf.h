@@ -1,0 +1,812 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Redis (RESP2) request parser and reply encoder, written against what
+ * redis-server 7.0 accepts (networking.c: processMultibulkBuffer and
+ * processInlineBuffer) and its command table (COMMAND output of 7.0.15).
+ *
+ * Entry points:
+ *   xps_redis_parse()           classify the request at an offset
+ *   xps_redis_encode_bulk_hdr() "$<len>\r\n"
+ *   xps_redis_encode_bulk()     "$<len>\r\n<bytes>\r\n" into a scratch buffer
+ *   XPS_REDIS_NIL               "$-1\r\n"
+ *
+ * Where Redis is laxer than this parser (it skips the two bytes after a
+ * bulk without checking they are CRLF), the parser copies Redis, so it never
+ * loses the request boundaries Redis sees.  Where Redis's outcome depends on
+ * state a parser cannot see, the result is conservative (see docs/protocols.md).
+ */
+#ifndef __XPS_PROTO_REDIS_BPF_H
+#define __XPS_PROTO_REDIS_BPF_H
+
+#include "common.bpf.h"
+
+/* Arguments walked per request; more gives INCOMPLETE | XPS_F_TOO_BIG. */
+#ifndef XPS_REDIS_MAX_ARGS
+#define XPS_REDIS_MAX_ARGS	64
+#endif
+/* Argument spans kept for key extraction; keys past it mean XPS_F_ALL. */
+#define XPS_REDIS_ARGS_KEPT	20
+/* proto-max-bulk-len default: longer bulks are a protocol error. */
+#define XPS_REDIS_MAX_BULK	536870912
+/* "$" + 10 digits + CRLF */
+#define XPS_REDIS_BULK_HDR_MAX	13
+
+#define XPS_REDIS_NIL		"$-1\r\n"
+#define XPS_REDIS_NIL_LEN	5
+
+/*
+ * Command table entry: class in bits 0-3, legacy key spec (first key, last
+ * key, step, as COMMAND reports them) in bits 4-11, flags from 12 on.
+ */
+enum xps_redis_class {
+	XPS_RC_UNKNOWN = 0,	/* not in the table: invalidate all */
+	XPS_RC_GET = 1,		/* GET: served when argc == 2 */
+	XPS_RC_WRITE = 2,	/* writes the keys of its key spec */
+	XPS_RC_STATE = 3,	/* changes the connection (or server) state */
+	XPS_RC_HARMLESS = 4,	/* reads, or touches no data */
+	XPS_RC_ALL = 5,		/* may write any key */
+	XPS_RC_CLIENT = 6,	/* decided by the CLIENT subcommand */
+	XPS_RC_CONFIG = 7,	/* decided by the CONFIG subcommand */
+};
+
+#define XPS__RK(first, last, step)					\
+	(((first) << 4) | (((last) + 4) << 6) | ((step) << 10))
+#define XPS__RF(f)		((__u32)(f) << 12)
+#define XPS__RCLASS(i)		((i) & 0xf)
+#define XPS__RFIRST(i)		(((i) >> 4) & 3)
+#define XPS__RLAST(i)		((int)(((i) >> 6) & 7) - 4)
+#define XPS__RSTEP(i)		(((i) >> 10) & 3)
+#define XPS__RFLAGS(i)		((i) >> 12)
+
+#define XPS__W(first, last, step)	(XPS_RC_WRITE | XPS__RK(first, last, step))
+#define XPS__W1			XPS__W(1, 1, 1)
+#define XPS__WB(first, last, step)					\
+	(XPS__W(first, last, step) | XPS__RF(XPS_F_BLOCKING | XPS_F_DEFERRED))
+#define XPS__RO			XPS_RC_HARMLESS
+#define XPS__ST(f)		(XPS_RC_STATE | XPS__RF(XPS_F_STATE | (f)))
+#define XPS__ALL(f)		(XPS_RC_ALL | XPS__RF(XPS_F_ALL | (f)))
+#define XPS__GL			(XPS_F_STATE | XPS_F_GLOBAL)
+
+/*
+ * The table.  Most frequent first: a lookup walks it in order.  Every
+ * command redis-server 7.0 lists is here; anything else (a module command,
+ * a typo, a newer command) is XPS_RC_UNKNOWN and invalidates everything.
+ */
+#define XPS_REDIS_COMMANDS(X)						\
+	X("GET", XPS_RC_GET | XPS__RK(1, 1, 1))				\
+	X("SET", XPS__W1)						\
+	X("MGET", XPS__RO)						\
+	X("DEL", XPS__W(1, -1, 1))					\
+	X("PING", XPS__RO)						\
+	X("INCR", XPS__W1)						\
+	X("EXPIRE", XPS__W1)						\
+	X("SETEX", XPS__W1)						\
+	X("MSET", XPS__W(1, -1, 2))					\
+	X("EXISTS", XPS__RO)						\
+	X("UNLINK", XPS__W(1, -1, 1))					\
+	X("SELECT", XPS__ST(0))						\
+	X("AUTH", XPS__ST(0))						\
+	X("HELLO", XPS__ST(0))						\
+	X("CLIENT", XPS_RC_CLIENT)					\
+	X("INFO", XPS__RO)						\
+	X("QUIT", XPS__ST(0))						\
+	/* strings */							\
+	X("SETNX", XPS__W1)						\
+	X("PSETEX", XPS__W1)						\
+	X("GETSET", XPS__W1)						\
+	X("GETDEL", XPS__W1)						\
+	X("GETEX", XPS__W1)						\
+	X("MSETNX", XPS__W(1, -1, 2))					\
+	X("APPEND", XPS__W1)						\
+	X("SETRANGE", XPS__W1)						\
+	X("SETBIT", XPS__W1)						\
+	X("BITFIELD", XPS__W1)						\
+	X("BITOP", XPS__W(2, -1, 1))					\
+	X("DECR", XPS__W1)						\
+	X("INCRBY", XPS__W1)						\
+	X("DECRBY", XPS__W1)						\
+	X("INCRBYFLOAT", XPS__W1)					\
+	X("STRLEN", XPS__RO)						\
+	X("GETRANGE", XPS__RO)						\
+	X("SUBSTR", XPS__RO)						\
+	X("GETBIT", XPS__RO)						\
+	X("BITCOUNT", XPS__RO)						\
+	X("BITPOS", XPS__RO)						\
+	X("BITFIELD_RO", XPS__RO)					\
+	X("LCS", XPS__RO)						\
+	/* keyspace */							\
+	X("PEXPIRE", XPS__W1)						\
+	X("EXPIREAT", XPS__W1)						\
+	X("PEXPIREAT", XPS__W1)						\
+	X("PERSIST", XPS__W1)						\
+	X("RENAME", XPS__W(1, 2, 1))					\
+	X("RENAMENX", XPS__W(1, 2, 1))					\
+	X("MOVE", XPS__W1)						\
+	X("COPY", XPS__W(2, 2, 1))					\
+	X("RESTORE", XPS__W1)						\
+	X("RESTORE-ASKING", XPS__W1)					\
+	X("TTL", XPS__RO)						\
+	X("PTTL", XPS__RO)						\
+	X("EXPIRETIME", XPS__RO)					\
+	X("PEXPIRETIME", XPS__RO)					\
+	X("TYPE", XPS__RO)						\
+	X("TOUCH", XPS__RO)						\
+	X("DUMP", XPS__RO)						\
+	X("KEYS", XPS__RO)						\
+	X("SCAN", XPS__RO)						\
+	X("RANDOMKEY", XPS__RO)						\
+	X("DBSIZE", XPS__RO)						\
+	X("OBJECT", XPS__RO)						\
+	X("SORT", XPS__ALL(0))						\
+	X("SORT_RO", XPS__RO)						\
+	X("MIGRATE", XPS__ALL(0))					\
+	X("FLUSHDB", XPS__ALL(0))					\
+	X("FLUSHALL", XPS__ALL(0))					\
+	X("SWAPDB", XPS__ALL(0))					\
+	/* lists */							\
+	X("LPUSH", XPS__W1)						\
+	X("RPUSH", XPS__W1)						\
+	X("LPUSHX", XPS__W1)						\
+	X("RPUSHX", XPS__W1)						\
+	X("LPOP", XPS__W1)						\
+	X("RPOP", XPS__W1)						\
+	X("LSET", XPS__W1)						\
+	X("LINSERT", XPS__W1)						\
+	X("LREM", XPS__W1)						\
+	X("LTRIM", XPS__W1)						\
+	X("LMOVE", XPS__W(1, 2, 1))					\
+	X("RPOPLPUSH", XPS__W(1, 2, 1))					\
+	X("LMPOP", XPS__ALL(0))						\
+	X("BLPOP", XPS__WB(1, -2, 1))					\
+	X("BRPOP", XPS__WB(1, -2, 1))					\
+	X("BLMOVE", XPS__WB(1, 2, 1))					\
+	X("BRPOPLPUSH", XPS__WB(1, 2, 1))				\
+	X("BLMPOP", XPS__ALL(XPS_F_BLOCKING | XPS_F_DEFERRED))		\
+	X("LRANGE", XPS__RO)						\
+	X("LLEN", XPS__RO)						\
+	X("LINDEX", XPS__RO)						\
+	X("LPOS", XPS__RO)						\
+	/* hashes */							\
+	X("HSET", XPS__W1)						\
+	X("HSETNX", XPS__W1)						\
+	X("HMSET", XPS__W1)						\
+	X("HDEL", XPS__W1)						\
+	X("HINCRBY", XPS__W1)						\
+	X("HINCRBYFLOAT", XPS__W1)					\
+	X("HGET", XPS__RO)						\
+	X("HMGET", XPS__RO)						\
+	X("HGETALL", XPS__RO)						\
+	X("HKEYS", XPS__RO)						\
+	X("HVALS", XPS__RO)						\
+	X("HLEN", XPS__RO)						\
+	X("HEXISTS", XPS__RO)						\
+	X("HSTRLEN", XPS__RO)						\
+	X("HRANDFIELD", XPS__RO)					\
+	X("HSCAN", XPS__RO)						\
+	/* sets */							\
+	X("SADD", XPS__W1)						\
+	X("SREM", XPS__W1)						\
+	X("SPOP", XPS__W1)						\
+	X("SMOVE", XPS__W(1, 2, 1))					\
+	X("SDIFFSTORE", XPS__W(1, -1, 1))				\
+	X("SINTERSTORE", XPS__W(1, -1, 1))				\
+	X("SUNIONSTORE", XPS__W(1, -1, 1))				\
+	X("SMEMBERS", XPS__RO)						\
+	X("SISMEMBER", XPS__RO)						\
+	X("SMISMEMBER", XPS__RO)					\
+	X("SCARD", XPS__RO)						\
+	X("SRANDMEMBER", XPS__RO)					\
+	X("SDIFF", XPS__RO)						\
+	X("SINTER", XPS__RO)						\
+	X("SINTERCARD", XPS__RO)					\
+	X("SUNION", XPS__RO)						\
+	X("SSCAN", XPS__RO)						\
+	/* sorted sets */						\
+	X("ZADD", XPS__W1)						\
+	X("ZINCRBY", XPS__W1)						\
+	X("ZREM", XPS__W1)						\
+	X("ZREMRANGEBYLEX", XPS__W1)					\
+	X("ZREMRANGEBYRANK", XPS__W1)					\
+	X("ZREMRANGEBYSCORE", XPS__W1)					\
+	X("ZPOPMIN", XPS__W1)						\
+	X("ZPOPMAX", XPS__W1)						\
+	X("ZRANGESTORE", XPS__W(1, 2, 1))				\
+	/* movable keys, but only the destination (argument 1) is written */ \
+	X("ZUNIONSTORE", XPS__W1)					\
+	X("ZINTERSTORE", XPS__W1)					\
+	X("ZDIFFSTORE", XPS__W1)					\
+	X("ZMPOP", XPS__ALL(0))						\
+	X("BZPOPMIN", XPS__WB(1, -2, 1))				\
+	X("BZPOPMAX", XPS__WB(1, -2, 1))				\
+	X("BZMPOP", XPS__ALL(XPS_F_BLOCKING | XPS_F_DEFERRED))		\
+	X("ZRANGE", XPS__RO)						\
+	X("ZRANGEBYLEX", XPS__RO)					\
+	X("ZRANGEBYSCORE", XPS__RO)					\
+	X("ZREVRANGE", XPS__RO)						\
+	X("ZREVRANGEBYLEX", XPS__RO)					\
+	X("ZREVRANGEBYSCORE", XPS__RO)					\
+	X("ZCARD", XPS__RO)						\
+	X("ZCOUNT", XPS__RO)						\
+	X("ZLEXCOUNT", XPS__RO)						\
+	X("ZSCORE", XPS__RO)						\
+	X("ZMSCORE", XPS__RO)						\
+	X("ZRANK", XPS__RO)						\
+	X("ZREVRANK", XPS__RO)						\
+	X("ZRANDMEMBER", XPS__RO)					\
+	X("ZSCAN", XPS__RO)						\
+	X("ZDIFF", XPS__RO)						\
+	X("ZINTER", XPS__RO)						\
+	X("ZINTERCARD", XPS__RO)					\
+	X("ZUNION", XPS__RO)						\
+	/* geo and hyperloglog */					\
+	X("GEOADD", XPS__W1)						\
+	X("GEOSEARCHSTORE", XPS__W(1, 2, 1))				\
+	X("GEORADIUS", XPS__ALL(0))					\
+	X("GEORADIUSBYMEMBER", XPS__ALL(0))				\
+	X("GEODIST", XPS__RO)						\
+	X("GEOHASH", XPS__RO)						\
+	X("GEOPOS", XPS__RO)						\
+	X("GEOSEARCH", XPS__RO)						\
+	X("GEORADIUS_RO", XPS__RO)					\
+	X("GEORADIUSBYMEMBER_RO", XPS__RO)				\
+	X("PFADD", XPS__W1)						\
+	X("PFMERGE", XPS__W(1, -1, 1))					\
+	/* "readonly" in COMMAND, but it rewrites the cached cardinality	\
+	 * inside the string GET returns */				\
+	X("PFCOUNT", XPS__W(1, -1, 1))					\
+	X("PFDEBUG", XPS__W(2, 2, 1))					\
+	X("PFSELFTEST", XPS__RO)					\
+	/* streams */							\
+	X("XADD", XPS__W1)						\
+	X("XTRIM", XPS__W1)						\
+	X("XDEL", XPS__W1)						\
+	X("XACK", XPS__W1)						\
+	X("XCLAIM", XPS__W1)						\
+	X("XAUTOCLAIM", XPS__W1)					\
+	X("XSETID", XPS__W1)						\
+	X("XGROUP", XPS__W(2, 2, 1))					\
+	X("XREADGROUP", XPS__ALL(XPS_F_BLOCKING | XPS_F_DEFERRED))	\
+	X("XREAD", XPS__RO | XPS__RF(XPS_F_BLOCKING))			\
+	X("XRANGE", XPS__RO)						\
+	X("XREVRANGE", XPS__RO)						\
+	X("XLEN", XPS__RO)						\
+	X("XPENDING", XPS__RO)						\
+	X("XINFO", XPS__RO)						\
+	/* scripting: scripts may touch undeclared keys */		\
+	X("EVAL", XPS__ALL(0))						\
+	X("EVALSHA", XPS__ALL(0))					\
+	X("FCALL", XPS__ALL(0))						\
+	X("SCRIPT", XPS__ALL(0))					\
+	X("FUNCTION", XPS__ALL(0))					\
+	X("EVAL_RO", XPS__RO)						\
+	X("EVALSHA_RO", XPS__RO)					\
+	X("FCALL_RO", XPS__RO)						\
+	/* connection state */						\
+	X("MULTI", XPS__ST(0))						\
+	/* queued writes run now: their keys were seen long ago */	\
+	X("EXEC", XPS__ST(XPS_F_ALL))					\
+	X("DISCARD", XPS__ST(0))					\
+	X("WATCH", XPS__ST(0))						\
+	X("UNWATCH", XPS__ST(0))					\
+	X("RESET", XPS__ST(0))						\
+	X("SUBSCRIBE", XPS__ST(0))					\
+	X("PSUBSCRIBE", XPS__ST(0))					\
+	X("SSUBSCRIBE", XPS__ST(0))					\
+	X("UNSUBSCRIBE", XPS__ST(0))					\
+	X("PUNSUBSCRIBE", XPS__ST(0))					\
+	X("SUNSUBSCRIBE", XPS__ST(0))					\
+	X("READONLY", XPS__ST(0))					\
+	X("READWRITE", XPS__ST(0))					\
+	X("ASKING", XPS__ST(0))						\
+	X("MONITOR", XPS__ST(0))					\
+	X("SYNC", XPS__ST(0))						\
+	X("PSYNC", XPS__ST(0))						\
+	X("REPLCONF", XPS__ST(0))					\
+	/* server-wide */						\
+	X("CONFIG", XPS_RC_CONFIG)					\
+	X("ACL", XPS__ST(XPS_F_GLOBAL))					\
+	X("CLUSTER", XPS__ALL(XPS__GL))					\
+	X("SHUTDOWN", XPS__ST(XPS_F_GLOBAL))				\
+	X("FAILOVER", XPS__ALL(XPS__GL))				\
+	X("REPLICAOF", XPS__ALL(XPS__GL))				\
+	X("SLAVEOF", XPS__ALL(XPS__GL))					\
+	X("DEBUG", XPS__ALL(XPS__GL))					\
+	X("MODULE", XPS__ALL(XPS__GL))					\
+	/* no effect on data */						\
+	X("ECHO", XPS__RO)						\
+	X("TIME", XPS__RO)						\
+	X("LASTSAVE", XPS__RO)						\
+	X("ROLE", XPS__RO)						\
+	X("COMMAND", XPS__RO)						\
+	X("LOLWUT", XPS__RO)						\
+	X("PUBLISH", XPS__RO)						\
+	X("SPUBLISH", XPS__RO)						\
+	X("PUBSUB", XPS__RO)						\
+	X("SLOWLOG", XPS__RO)						\
+	X("LATENCY", XPS__RO)						\
+	X("MEMORY", XPS__RO)						\
+	X("BGSAVE", XPS__RO)						\
+	X("BGREWRITEAOF", XPS__RO)					\
+	X("SAVE", XPS__RO)						\
+	X("WAIT", XPS__RO | XPS__RF(XPS_F_BLOCKING))
+
+/* CLIENT subcommands: replies, tracking and pausing change what GET says. */
+#define XPS_REDIS_CLIENT_SUBS(X)					\
+	X("SETNAME", XPS__RO)						\
+	X("SETINFO", XPS__RO)						\
+	X("GETNAME", XPS__RO)						\
+	X("ID", XPS__RO)						\
+	X("INFO", XPS__RO)						\
+	X("LIST", XPS__RO)						\
+	X("GETREDIR", XPS__RO)						\
+	X("TRACKINGINFO", XPS__RO)					\
+	X("HELP", XPS__RO)						\
+	X("NO-EVICT", XPS__RO)						\
+	X("NO-TOUCH", XPS__RO)						\
+	X("REPLY", XPS__ST(0))						\
+	X("TRACKING", XPS__ST(0))					\
+	X("CACHING", XPS__ST(0))					\
+	X("PAUSE", XPS__ST(XPS_F_GLOBAL))				\
+	X("UNPAUSE", XPS__ST(XPS_F_GLOBAL))				\
+	X("KILL", XPS__ST(XPS_F_GLOBAL))				\
+	X("UNBLOCK", XPS__ST(XPS_F_GLOBAL))
+
+/* CONFIG GET only reads; SET can change auth, eviction, anything. */
+#define XPS_REDIS_CONFIG_SUBS(X)					\
+	X("GET", XPS__RO)						\
+	X("HELP", XPS__RO)
+
+#define XPS__RLOOKUP(name, info)					\
+	if (XPS_WORDS_IS(wd, name))					\
+		return (info);
+
+XPS_INLINE __u32 xps_redis_lookup(const struct xps_words *wd)
+{
+	XPS_REDIS_COMMANDS(XPS__RLOOKUP)
+	return XPS_RC_UNKNOWN;
+}
+
+XPS_INLINE __u32 xps_redis_lookup_client(const struct xps_words *wd)
+{
+	XPS_REDIS_CLIENT_SUBS(XPS__RLOOKUP)
+	return XPS__ST(XPS_F_GLOBAL);
+}
+
+XPS_INLINE __u32 xps_redis_lookup_config(const struct xps_words *wd)
+{
+	XPS_REDIS_CONFIG_SUBS(XPS__RLOOKUP)
+	return XPS__ALL(XPS__GL);
+}
+
+enum { XPS__NUM_OK = 0, XPS__NUM_MORE = 1, XPS__NUM_BAD = 2 };
+
+/*
+ * The number after '*' or '$', as Redis reads it: string2ll() on the bytes
+ * up to the first '\r' ("0" or -?[1-9][0-9]*), then Redis skips the '\r'
+ * and whatever byte follows without looking at it.  19+ digits are refused
+ * here (Redis overflows at 19-20); that only turns a request Redis rejects,
+ * or accepts as empty, into MALFORMED.
+ */
+XPS_INLINE int xps_redis__num(const __u8 *buf, __u32 len, __u32 pos,
+			      int neg_ok, __s64 *val, __u32 *next)
+{
+	__u64 v = 0, nd = 0, neg = 0, zero = 0, c = 0;
+	__u32 i, p = pos;
+
+	/* Branch-free but for the one exit test: see xps_forget(). */
+	for (i = 0; i < 21; i++) {
+		__u64 dig, minus;
+
+		p = pos + i;
+		c = XPS_AT(buf, p);
+		dig = xps_in(c, '0', '9');
+		minus = xps_eq(c, '-') & (i == 0 && neg_ok ? 1 : 0);
+		if (xps_ge(p, len) | ((dig | minus) ^ 1))
+			break;
+		neg |= minus;
+		/* "0" followed by anything but '\r' is not a number. */
+		zero |= dig & xps_eq(c, '0') & xps_zero(nd);
+		v = xps_sel(dig, v * 10 + (c - '0'), v);
+		nd += dig;
+	}
+	p = xps_forget(p);
+	if (p >= len)
+		return XPS__NUM_MORE;
+	if (XPS_AT(buf, p) != '\r' || !nd || nd > 18 ||
+	    (zero && (nd > 1 || neg)))
+		return XPS__NUM_BAD;
+	if (p + 1 >= len)
+		return XPS__NUM_MORE;
+	*next = xps_forget(p + 2);
+	*val = (__s64)xps_forget64(neg ? -v : v);
+	return XPS__NUM_OK;
+}
+
+/* Argument spans of one request, as the walk found them. */
+struct xps_redis_args {
+	struct xps_span a[XPS_REDIS_ARGS_KEPT];
+};
+
+/*
+ * Start every slot as a value the verifier does not know, so that writing
+ * a slot does not change its type: otherwise every "how many slots are
+ * written" would be a state of its own at each exit of the walk.  Slots
+ * the walk does not reach are never read (done/argc bound the reads).
+ */
+XPS_INLINE void xps_redis__args_init(struct xps_redis_args *args)
+{
+	__u32 k;
+
+	for (k = 0; k < XPS_REDIS_ARGS_KEPT; k++) {
+		args->a[k].off = (__u16)xps_forget64(0);
+		args->a[k].len = (__u16)xps_forget64(0);
+	}
+}
+
+/*
+ * Turn a command table entry into the result.  @argc is the declared
+ * argument count, @done how many arguments are complete in the buffer
+ * (done < argc only for INCOMPLETE), @quoted whether the argument bytes are
+ * not literal (inline command with quotes).
+ */
+XPS_INLINE void xps_redis__classify(const __u8 *buf,
+				    const struct xps_redis_args *args,
+				    __u32 argc, __u32 done, int quoted,
+				    struct xps_kv_req *req)
+{
+	struct xps_words wd;
+	__u32 info, cls, kind, flags, k;
+	int first, last, step, lim;
+
+	if (!done) {
+		req->hint = XPS_REQ_NONE;
+		return;
+	}
+	/* The walk taught the verifier bounds on these that differ per
+	 * argument; forget them so the classification is verified once. */
+	argc = (__u32)xps_forget64(argc);
+	done = (__u32)xps_forget64(done);
+	req->name = args->a[0];
+	xps_pack_words(buf, args->a[0].off, args->a[0].len, 1, &wd);
+	info = xps_redis_lookup(&wd);
+	cls = XPS__RCLASS(info);
+
+	if (cls == XPS_RC_CLIENT || cls == XPS_RC_CONFIG) {
+		if (done < 2 || quoted) {
+			/* Subcommand unknown yet: assume the worst. */
+			info = XPS__ALL(XPS__GL);
+		} else {
+			xps_pack_words(buf, args->a[1].off, args->a[1].len, 1,
+				       &wd);
+			info = cls == XPS_RC_CLIENT ?
+			       xps_redis_lookup_client(&wd) :
+			       xps_redis_lookup_config(&wd);
+		}
+		cls = XPS__RCLASS(info);
+	}
+
+	flags = XPS__RFLAGS(info);
+	switch (cls) {
+	case XPS_RC_GET:
+		/* Wrong arity is an error reply: nothing to serve. */
+		kind = argc == 2 && !quoted ? XPS_REQ_SERVE : XPS_REQ_HARMLESS;
+		break;
+	case XPS_RC_WRITE:
+		kind = XPS_REQ_INVALIDATE;
+		break;
+	case XPS_RC_STATE:
+		kind = XPS_REQ_STATE;
+		break;
+	case XPS_RC_HARMLESS:
+		kind = XPS_REQ_HARMLESS;
+		break;
+	case XPS_RC_ALL:
+		kind = flags & XPS_F_STATE ? XPS_REQ_STATE : XPS_REQ_INVALIDATE;
+		break;
+	default:
+		kind = XPS_REQ_INVALIDATE;
+		flags |= XPS_F_ALL;
+		break;
+	}
+
+	if (kind == XPS_REQ_SERVE ||
+	    (kind == XPS_REQ_INVALIDATE && !(flags & XPS_F_ALL))) {
+		if (quoted) {
+			/* Quoted bytes are not the key Redis sees. */
+			flags |= XPS_F_ALL;
+		} else {
+			first = XPS__RFIRST(info);
+			last = XPS__RLAST(info);
+			step = XPS__RSTEP(info);
+			lim = last > 0 ? last : (int)argc + last;
+			for (k = 0; k < XPS_MAX_KEYS; k++) {
+				int idx = first + (int)k * step;
+
+				if (idx > lim)
+					break;
+				if (idx >= (int)done ||
+				    idx >= XPS_REDIS_ARGS_KEPT) {
+					/* Not in the buffer (yet). */
+					if (kind == XPS_REQ_INVALIDATE)
+						flags |= XPS_F_ALL;
+					break;
+				}
+				req->keys[k] = args->a[idx];
+				req->nkeys = k + 1;
+			}
+			/* More keys than a result can list. */
+			if (k == XPS_MAX_KEYS && kind == XPS_REQ_INVALIDATE &&
+			    first + (int)k * step <= lim)
+				flags |= XPS_F_ALL;
+		}
+	}
+	if (flags & XPS_F_ALL)
+		req->nkeys = 0;
+	req->hint = kind;
+	req->flags |= flags;
+}
+
+/*
+ * RESP array: *<argc>\r\n then argc times $<len>\r\n<bytes>\r\n.
+ */
+XPS_INLINE int xps_redis__parse_resp(const __u8 *buf, __u32 len, __u32 off,
+				     struct xps_kv_req *req)
+{
+	struct xps_redis_args args;
+	__u32 pos, a, done = 0;
+	__s64 argc, bl;
+	int r;
+
+	xps_redis__args_init(&args);
+	r = xps_redis__num(buf, len, off + 1, 1, &argc, &pos);
+	if (r == XPS__NUM_MORE)
+		goto more;
+	if (r == XPS__NUM_BAD || argc > 0x7fffffff)
+		goto bad;
+	if (argc <= 0) {
+		/* Redis drops an empty array silently. */
+		req->req_len = pos - off;
+		req->flags |= XPS_F_NOREPLY;
+		req->kind = XPS_REQ_HARMLESS;
+		return req->kind;
+	}
+	req->argc = argc > 0xffff ? 0xffff : (__u16)argc;
+
+	for (a = 0; a < XPS_REDIS_MAX_ARGS; a++) {
+		__u32 ds;
+		__u64 end;
+
+		if (a >= argc)
+			break;
+		if (pos >= len)
+			goto more;
+		if (XPS_AT(buf, pos) != '$')
+			goto bad;
+		r = xps_redis__num(buf, len, pos + 1, 0, &bl, &ds);
+		if (r == XPS__NUM_MORE)
+			goto more;
+		if (r == XPS__NUM_BAD || bl > XPS_REDIS_MAX_BULK)
+			goto bad;
+		/* Redis skips the two bytes after the data unchecked. */
+		end = (__u64)ds + (__u64)bl + 2;
+		if (a < XPS_REDIS_ARGS_KEPT) {
+			args.a[a].off = (__u16)ds;
+			args.a[a].len = bl > 0xffff ? 0xffff : (__u16)bl;
+		}
+		if (end > len) {
+			/* The last argument tells the total length. */
+			if (a + 1 == argc && end - off < 0xffffffffULL)
+				req->req_len = (__u32)(end - off);
+			else if (end - off > XPS_SCRATCH)
+				req->flags |= XPS_F_TOO_BIG;
+			goto more;
+		}
+		pos = xps_forget((__u32)end);
+		done = xps_forget(a + 1);
+	}
+	if (argc > XPS_REDIS_MAX_ARGS) {
+		req->flags |= XPS_F_TOO_BIG;
+		goto more;
+	}
+	req->req_len = pos - off;
+	xps_redis__classify(buf, &args, argc, done, 0, req);
+	req->kind = req->hint;
+	req->hint = XPS_REQ_NONE;
+	return req->kind;
+
+more:
+	if (req->req_len > XPS_SCRATCH - off)
+		req->flags |= XPS_F_TOO_BIG;
+	if (done)
+		xps_redis__classify(buf, &args, argc, done, 0, req);
+	req->kind = XPS_REQ_INCOMPLETE;
+	return req->kind;
+bad:
+	req->req_len = 0;
+	req->flags |= XPS_F_ALL | XPS_F_STATE;
+	req->kind = XPS_REQ_MALFORMED;
+	return req->kind;
+}
+
+/*
+ * Inline command: one line up to '\n', split like sdssplitargs() splits
+ * unquoted text: ' ', '\t', '\r' end an argument; '\v' and '\f' are
+ * skipped between arguments but belong to an argument they occur in.
+ * Quotes make the arguments non-literal (escapes, joined words): the result
+ * gets XPS_F_QUOTED and no keys.  Only the first two arguments are kept
+ * (name, and key or subcommand); inline writes invalidate everything, as
+ * inline commands come from people typing, not from clients that matter
+ * for speed.  The byte loop is branch-free but for its two exits, so the
+ * verifier walks it once.
+ */
+#ifndef XPS_REDIS_INLINE_MAX
+#define XPS_REDIS_INLINE_MAX	512
+#endif
+
+XPS_INLINE int xps_redis__parse_inline(const __u8 *buf, __u32 len, __u32 off,
+				       struct xps_kv_req *req)
+{
+	struct xps_redis_args args = {};
+	__u64 argc = 0, in_arg = 0, quoted = 0, name_q = 0;
+	__u64 s0 = 0, e0 = 0, s1 = 0, e1 = 0, c = 0;
+	__u32 i, end = 0, nul = 0;
+
+	req->flags |= XPS_F_INLINE;
+	for (i = 0; i < XPS_REDIS_INLINE_MAX; i++) {
+		__u64 p = off + i, sep, skip, start, stop, q;
+
+		c = XPS_AT(buf, p);
+		/* One exit test per byte keeps the verifier's pending
+		 * branches at one per iteration.  strchr() in Redis stops
+		 * at a NUL: such a line never ends. */
+		if (xps_ge(p, len) | xps_eq(c, '\n') | xps_eq(c, 0)) {
+			if (p >= len)
+				break;
+			if (c == 0)
+				nul = 1;
+			else
+				end = p + 1;
+			break;
+		}
+		sep = xps_eq(c, ' ') | xps_eq(c, '\t') | xps_eq(c, '\r');
+		skip = sep | xps_eq(c, '\v') | xps_eq(c, '\f');
+		start = (in_arg ^ 1) & (skip ^ 1);
+		stop = in_arg & sep;
+		q = xps_eq(c, '"') | xps_eq(c, '\'');
+		quoted |= q;
+		/* argc counts finished arguments: argument 0 is being read
+		 * while argc == 0 (and in_arg or start). */
+		name_q |= q & xps_zero(argc) & (in_arg | start);
+		s0 = xps_sel(start & xps_zero(argc), p, s0);
+		e0 = xps_sel(stop & xps_zero(argc), p, e0);
+		s1 = xps_sel(start & xps_zero(argc ^ 1), p, s1);
+		e1 = xps_sel(stop & xps_zero(argc ^ 1), p, e1);
+		argc += stop;
+		in_arg = (in_arg & (sep ^ 1)) | start;
+	}
+	if (nul)
+		goto bad;
+	if (!end) {
+		if (len - off >= XPS_REDIS_INLINE_MAX)
+			req->flags |= XPS_F_TOO_BIG;
+		req->kind = XPS_REQ_INCOMPLETE;
+		return req->kind;
+	}
+	/* The '\n' ends the argument being read. */
+	e0 = xps_sel(in_arg & xps_zero(argc), end - 1, e0);
+	e1 = xps_sel(in_arg & xps_zero(argc ^ 1), end - 1, e1);
+	argc += in_arg;
+	/* For the verifier: all exits of the loop are one state from here. */
+	end = xps_forget(end);
+	req->req_len = end - off;
+	/* A quote in the name hides which command this is. */
+	if (name_q)
+		goto bad;
+	if (!argc) {
+		/* Empty line: Redis reads it and answers nothing. */
+		req->flags |= XPS_F_NOREPLY;
+		req->kind = XPS_REQ_HARMLESS;
+		return req->kind;
+	}
+	if (quoted)
+		req->flags |= XPS_F_QUOTED;
+	args.a[0].off = (__u16)s0;
+	args.a[0].len = (__u16)(e0 - s0);
+	args.a[1].off = (__u16)s1;
+	args.a[1].len = (__u16)(e1 - s1);
+	if (argc > 0xffff)
+		argc = 0xffff;
+	req->argc = (__u16)argc;
+	/* Only two arguments are known: keys past them mean XPS_F_ALL. */
+	xps_redis__classify(buf, &args, (__u32)argc, argc > 2 ? 2 : (__u32)argc,
+			    quoted, req);
+	req->kind = req->hint;
+	req->hint = XPS_REQ_NONE;
+	return req->kind;
+bad:
+	req->req_len = 0;
+	req->flags |= XPS_F_ALL | XPS_F_STATE;
+	req->kind = XPS_REQ_MALFORMED;
+	return req->kind;
+}
+
+/*
+ * Classify the request starting at buf[off]; buf holds len (<= XPS_SCRATCH)
+ * payload bytes in an XPS_SCRATCH-byte buffer.  Returns req->kind; the next
+ * request starts at off + req->req_len when the kind is not INCOMPLETE or
+ * MALFORMED.
+ */
+XPS_INLINE int xps_redis_parse(const __u8 *buf, __u32 len, __u32 off,
+			       struct xps_kv_req *req)
+{
+	__builtin_memset(req, 0, sizeof(*req));
+	if (len > XPS_SCRATCH)
+		len = XPS_SCRATCH;
+	if (off >= len) {
+		req->kind = XPS_REQ_INCOMPLETE;
+		return req->kind;
+	}
+	/* Redis picks the protocol from the first byte of a request. */
+	if (XPS_AT(buf, off) == '*')
+		return xps_redis__parse_resp(buf, len, off, req);
+	return xps_redis__parse_inline(buf, len, off, req);
+}
+
+/*
+ * "$<vlen>\r\n" into dst (>= XPS_REDIS_BULK_HDR_MAX bytes).  Returns its
+ * length.  Constant indices only, so dst may be any stack or map memory.
+ */
+XPS_INLINE __u32 xps_redis_encode_bulk_hdr(__u8 *dst, __u32 vlen)
+{
+	__u8 digits[20];
+	__u32 n, i;
+
+	n = xps_fmt_u64(digits, vlen);
+	dst[0] = '$';
+	for (i = 0; i < 10; i++) {
+		if (i < n)
+			dst[1 + i] = digits[i];
+		else if (i == n)
+			dst[1 + i] = '\r';
+		else if (i == n + 1)
+			dst[1 + i] = '\n';
+	}
+	/* vlen < 2^32 has at most 10 digits: CRLF may spill to 11 and 12. */
+	if (n == 10) {
+		dst[11] = '\r';
+		dst[12] = '\n';
+	} else if (n == 9) {
+		dst[11] = '\n';
+	}
+	return n + 3;
+}
+
+/*
+ * Full bulk reply of @val (vlen bytes, an XPS_SCRATCH-byte buffer) into the
+ * XPS_SCRATCH-byte buffer @dst.  Returns the reply length, or -1 when it
+ * does not fit.
+ */
+XPS_INLINE int xps_redis_encode_bulk(__u8 *dst, const __u8 *val, __u32 vlen)
+{
+	__u8 hdr[XPS_REDIS_BULK_HDR_MAX];
+	__u32 h, i;
+
+	if (vlen > XPS_SCRATCH - 2 - XPS_REDIS_BULK_HDR_MAX)
+		return -1;
+	h = xps_redis_encode_bulk_hdr(hdr, vlen);
+	for (i = 0; i < XPS_REDIS_BULK_HDR_MAX; i++) {
+		__u8 c;
+
+		if (i >= h)
+			break;
+		c = hdr[i];
+		XPS_OPAQUE(c);		/* no memcpy() on BPF */
+		dst[i] = c;
+	}
+	xps_copy(dst, h, val, vlen);
+	dst[XPS_IDX(h + vlen)] = '\r';
+	dst[XPS_IDX(h + vlen + 1)] = '\n';
+	return (int)(h + vlen + 2);
+}
+
+#endif /* __XPS_PROTO_REDIS_BPF_H */

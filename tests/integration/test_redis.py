@@ -1,0 +1,359 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Redis fast path against the unmodified Debian redis-server: GETs answered
+from the kernel, byte-identical to what Redis answers, never stale, in
+order; the server's own counters prove the fast path was taken."""
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+from xpstest import (XpsError, eq, main, recv_exact, stats, test, wait_for,
+                     xpsctl)
+
+PORT = 17400
+
+
+class Redis:
+    """A throwaway redis-server: no persistence, no unix socket."""
+
+    def __init__(self, port=PORT):
+        self.port = port
+        self.dir = tempfile.mkdtemp(prefix="xps-redis-")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1 ::1",
+             "--save", "", "--appendonly", "no", "--dir", self.dir,
+             "--protected-mode", "no", "--loglevel", "warning"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(self._up, what="redis-server on port %d" % port)
+
+    def _up(self):
+        try:
+            return self.cli("PING") == "PONG"
+        except Exception:
+            return False
+
+    def cli(self, *args):
+        p = subprocess.run(["redis-cli", "-p", str(self.port)] + [str(a) for a in args],
+                           capture_output=True, text=True, timeout=10)
+        if p.returncode:
+            raise AssertionError("redis-cli %r: %s" % (args, p.stderr))
+        return p.stdout.strip()
+
+    def getcalls(self):
+        for line in self.cli("INFO", "commandstats").splitlines():
+            if line.startswith("cmdstat_get:"):
+                return int(line.split("calls=")[1].split(",")[0])
+        return 0
+
+    def close(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def resp(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+def read_reply(c, buf=b""):
+    """One RESP2 reply (bytes, as received) and the rest of the buffer."""
+    def need(n):
+        nonlocal buf
+        while len(buf) < n:
+            d = c.recv(65536)
+            if not d:
+                raise AssertionError("connection closed")
+            buf += d
+
+    def line(at):
+        nonlocal buf
+        while b"\r\n" not in buf[at:]:
+            need(len(buf) + 1)
+        return buf.index(b"\r\n", at)
+
+    def one(at):
+        need(at + 1)
+        e = line(at)
+        t = buf[at:at + 1]
+        if t in (b"+", b"-", b":"):
+            return e + 2
+        n = int(buf[at + 1:e])
+        if t == b"$":
+            if n < 0:
+                return e + 2
+            need(e + 2 + n + 2)
+            return e + 2 + n + 2
+        at = e + 2
+        for _ in range(max(n, 0)):
+            at = one(at)
+        return at
+    end = one(0)
+    return buf[:end], buf[end:]
+
+
+class Client:
+    def __init__(self, port=PORT):
+        self.c = socket.create_connection(("127.0.0.1", port))
+        self.c.settimeout(5)
+        self.buf = b""
+
+    def call(self, *args):
+        self.c.sendall(resp(*args))
+        r, self.buf = read_reply(self.c, self.buf)
+        return r
+
+    def pipeline(self, cmds):
+        self.c.sendall(b"".join(resp(*a) for a in cmds))
+        out = []
+        for _ in cmds:
+            r, self.buf = read_reply(self.c, self.buf)
+            out.append(r)
+        return out
+
+    def close(self):
+        self.c.close()
+
+
+def start_service(r, name="redis"):
+    xpsctl("service", "redis", "--port", r.port, "--name", name)
+    log = "/run/xps/%s.log" % name
+    wait_for(lambda: os.path.exists(log) and "serving GETs" in open(log).read(),
+             timeout=10, what="xps-redisd to start serving")
+
+
+def warm(c, key, value):
+    """GET until the kernel answers (the daemon filled the key)."""
+    t = time.time()
+    while time.time() - t < 5:
+        before = stats("redis")["tx"]
+        eq(c.call("GET", key), b"$%d\r\n%s\r\n" % (len(value), value), "GET " + key)
+        if stats("redis")["tx"] > before:
+            return
+        time.sleep(0.01)
+    raise AssertionError("the cache never served %s" % key)
+
+
+@test
+def test_get_served_from_kernel_counters_match():
+    r = Redis()
+    try:
+        start_service(r)
+        for i in range(20):
+            r.cli("SET", "key:%02d" % i, "value-%d" % i)
+        c = Client()
+        for i in range(20):
+            warm(c, "key:%02d" % i, b"value-%d" % i)
+        s0, g0 = stats("redis")["tx"], r.getcalls()
+        n = 500
+        for i in range(n):
+            k = i % 20
+            eq(c.call("GET", "key:%02d" % k), b"$%d\r\nvalue-%d\r\n" % (len(b"value-%d" % k), k), "GET")
+        s1, g1 = stats("redis")["tx"], r.getcalls()
+        eq((g1 - g0) + (s1 - s0), n, "Redis GET calls + kernel answers = GETs sent")
+        if s1 - s0 < n * 0.9:
+            raise AssertionError("only %d of %d GETs from the kernel" % (s1 - s0, n))
+        print("    %d of %d GETs answered by the kernel, %d by Redis" % (s1 - s0, n, g1 - g0))
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
+def test_differential_oracle():
+    """The same stream with and without XPS: byte-identical replies."""
+    cmds = []
+    rnd = random.Random(7)
+    keys = ["k%d" % i for i in range(12)]
+    for i in range(400):
+        k = rnd.choice(keys)
+        op = rnd.random()
+        if op < 0.6:
+            cmds.append(("GET", k))
+        elif op < 0.75:
+            cmds.append(("SET", k, "v%d" % i + "x" * rnd.randint(0, 300)))
+        elif op < 0.8:
+            cmds.append(("DEL", k))
+        elif op < 0.85:
+            cmds.append(("APPEND", k, "+"))
+        elif op < 0.9:
+            cmds.append(("INCR", "counter"))
+        elif op < 0.93:
+            cmds.append(("GET", k, "extra"))      # wrong arity: an error
+        elif op < 0.96:
+            cmds.append(("LPUSH", "list:" + k, "a"))
+        else:
+            cmds.append(("GET", "list:" + k))    # WRONGTYPE
+    outs = []
+    for accelerated in (False, True):
+        r = Redis()
+        try:
+            if accelerated:
+                start_service(r)
+            c = Client()
+            got = []
+            for rep in range(3):              # repeats let the cache warm
+                for cmd in cmds:
+                    got.append(c.call(*cmd))
+                time.sleep(0.2)
+            outs.append(got)
+            c.close()
+        finally:
+            if accelerated:
+                s = stats("redis")
+                print("    accelerated run: %d replies from the kernel" % s["tx"])
+                xpsctl("service", "stop", "redis", check=False)
+            r.close()
+    for i, (a, b) in enumerate(zip(outs[0], outs[1])):
+        if a != b:
+            raise AssertionError("reply %d differs: %r without XPS, %r with" % (i, a, b))
+
+
+@test
+def test_no_stale_read_after_acknowledged_write():
+    r = Redis()
+    try:
+        start_service(r)
+        r.cli("SET", "hot", "0")
+        stop = threading.Event()
+        errors = []
+        acked = [0]
+
+        def writer():
+            w = Client()
+            i = 0
+            while not stop.is_set():
+                i += 1
+                eq(w.call("SET", "hot", str(i)), b"+OK\r\n", "SET")
+                acked[0] = i          # acknowledged
+            w.close()
+
+        def reader():
+            c = Client()
+            while not stop.is_set():
+                floor = acked[0]
+                rep = c.call("GET", "hot")
+                v = int(rep.split(b"\r\n")[1])
+                if v < floor:
+                    errors.append("read %d after %d was acknowledged" % (v, floor))
+                    return
+            c.close()
+        ts = [threading.Thread(target=writer)] + [threading.Thread(target=reader) for _ in range(3)]
+        for t in ts:
+            t.start()
+        time.sleep(4)
+        stop.set()
+        for t in ts:
+            t.join(10)
+        if errors:
+            raise AssertionError(errors[0])
+        print("    %d writes; kernel answers %d" % (acked[0], stats("redis")["tx"]))
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
+def test_pipelines_split_and_state():
+    r = Redis()
+    try:
+        start_service(r)
+        for i in range(8):
+            r.cli("SET", "p%d" % i, "val%d" % i)
+        c = Client()
+        for i in range(8):
+            warm(c, "p%d" % i, b"val%d" % i)
+        # a pipeline of hundreds of mixed commands: every reply, in order
+        cmds = []
+        for i in range(300):
+            cmds.append(("GET", "p%d" % (i % 8)) if i % 5 else ("SET", "w%d" % i, "x"))
+        got = c.pipeline(cmds)
+        for cmd, rep in zip(cmds, got):
+            want = b"+OK\r\n" if cmd[0] == "SET" else b"$4\r\nval%s\r\n" % cmd[1][1:].encode()
+            eq(rep, want, "pipelined %r" % (cmd,))
+        # 16 GETs in one segment are answered together
+        before = stats("redis")["tx"]
+        got = c.pipeline([("GET", "p%d" % (i % 8)) for i in range(16)])
+        eq(len(got), 16, "replies")
+        if stats("redis")["tx"] == before:
+            raise AssertionError("a segment of 16 cached GETs was not answered by the kernel")
+        # a request split at every byte offset
+        req = resp("GET", "p3")
+        for cut in range(1, len(req)):
+            c.c.sendall(req[:cut])
+            time.sleep(0.002)
+            c.c.sendall(req[cut:])
+            rep, c.buf = read_reply(c.c, c.buf)
+            eq(rep, b"$4\r\nval3\r\n", "GET split at %d" % cut)
+        # SELECT: another database, which the cache must not answer for
+        eq(c.call("SELECT", "1"), b"+OK\r\n", "SELECT 1")
+        eq(c.call("GET", "p3"), b"$-1\r\n", "db 1 has no p3")
+        c.close()
+        # MULTI: queued, not answered
+        m = Client()
+        eq(m.call("MULTI"), b"+OK\r\n", "MULTI")
+        eq(m.call("GET", "p1"), b"+QUEUED\r\n", "GET inside MULTI")
+        eq(m.call("EXEC"), b"*1\r\n$4\r\nval1\r\n", "EXEC")
+        m.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
+def test_real_clients():
+    r = Redis()
+    try:
+        start_service(r)
+        r.cli("SET", "key:__rand_int__", "x" * 128)
+        c = Client()
+        warm(c, "key:__rand_int__", b"x" * 128)
+        c.close()
+        g0 = r.getcalls()
+        p = subprocess.run(["redis-benchmark", "-p", str(r.port), "-n", "20000", "-P", "16",
+                            "-c", "8", "-t", "get", "-q"], capture_output=True, text=True,
+                           timeout=120)
+        eq(p.returncode, 0, "redis-benchmark exit status")
+        if "requests per second" not in p.stdout:
+            raise AssertionError(p.stdout + p.stderr)
+        tx = stats("redis")["tx"]
+        print("    redis-benchmark -P 16: %s; Redis GET calls %d, kernel TX %d"
+              % (p.stdout.strip().splitlines()[-1], r.getcalls() - g0, tx))
+        eq(r.cli("GET", "key:__rand_int__"), "x" * 128, "redis-cli GET")
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
+def test_service_list_and_stop():
+    r = Redis()
+    try:
+        start_service(r, "rds")
+        lst = xpsctl("service", "list")
+        eq([(x["name"], x["service"], x["port"]) for x in lst], [("rds", "redis", PORT)], "service list")
+        if not lst[0]["daemon_pid"]:
+            raise AssertionError("no daemon")
+        pid = lst[0]["daemon_pid"]
+        xpsctl("service", "stop", "rds")
+        time.sleep(0.2)
+        eq(os.path.exists("/proc/%d" % pid), False, "daemon stopped")
+        eq(xpsctl("handler", "list"), [], "context removed")
+        r2 = xpsctl("service", "redis", check=False)
+        if "error" not in r2:
+            raise AssertionError(r2)
+    finally:
+        r.close()
+
+
+if __name__ == "__main__":
+    main()
