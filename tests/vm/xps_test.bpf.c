@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * BPF side of the kernel-hook tests (tests/vm/xps_vmtest.c).  SK_SKB
+ * programs for BPF_XPS_TCP / BPF_XPS_UDP speaking a tiny protocol keyed by
+ * the first four payload bytes:
+ *
+ *   "PING..."  XPS_TX, reply "PONG..." (same length, rest unchanged)
+ *   "DROP..."  XPS_DROP
+ *   "RST!..."  XPS_RESET
+ *   "BIG" k    XPS_TX, reply of k KiB: "BIGR", zeros, "END!" (k <= 15)
+ *   "TAIL..."  tail call into tail_handler: XPS_TX "TAIL-OK"
+ *   "BURN..."  XPS_TX "PONG", after burning CPU (accounting test)
+ *   otherwise  XPS_PASS
+ *
+ * and, on local port 7007, TX of every segment unchanged (stream echo).
+ * Only sockets with a local port in [XPS_TEST_PORT_MIN, XPS_TEST_PORT_MAX]
+ * (the tests' servers) are answered.
+ * Each run that does not pass records the context the program saw in
+ * `seen`; every run counts its verdict in `stats`.
+ */
+#include <linux/bpf.h>
+#include <linux/types.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "xps_test.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xps_test_seen);
+} seen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XPS_TEST_NSTATS);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+/* Thread group whose runs count as XPS_TEST_STAT_OWNER (backlog test). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} owner_tgid SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} jmp SEC(".maps");
+
+static __always_inline void count(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &what);
+
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
+static __always_inline void record(struct __sk_buff *skb, __u32 verdict)
+{
+	__u32 zero = 0, *tgid;
+	struct xps_test_seen *s = bpf_map_lookup_elem(&seen, &zero);
+
+	/* Replies reaching the client run the program too (and pass). */
+	if (s && verdict != XPS_PASS) {
+		s->family = skb->family;
+		s->local_port = skb->local_port;
+		s->remote_port = bpf_ntohl(skb->remote_port);
+		s->local_ip4 = skb->local_ip4;
+		s->remote_ip4 = skb->remote_ip4;
+		s->local_ip6[0] = skb->local_ip6[0];
+		s->local_ip6[1] = skb->local_ip6[1];
+		s->local_ip6[2] = skb->local_ip6[2];
+		s->local_ip6[3] = skb->local_ip6[3];
+		s->remote_ip6[0] = skb->remote_ip6[0];
+		s->remote_ip6[1] = skb->remote_ip6[1];
+		s->remote_ip6[2] = skb->remote_ip6[2];
+		s->remote_ip6[3] = skb->remote_ip6[3];
+		s->cookie = bpf_get_socket_cookie(skb);
+		s->len = skb->len;
+		s->verdict = verdict;
+	}
+	count(XPS_TEST_STAT_RUNS);
+	count(verdict);
+	tgid = bpf_map_lookup_elem(&owner_tgid, &zero);
+	if (tgid && *tgid && (bpf_get_current_pid_tgid() >> 32) == *tgid)
+		count(XPS_TEST_STAT_OWNER);
+}
+
+static long burn(__u32 i, void *ctx)
+{
+	return 0;
+}
+
+static __always_inline int handle(struct __sk_buff *skb, int tcp)
+{
+	char cmd[4] = {};
+	__u32 verdict = XPS_PASS;
+
+	/* Servers only: client sockets of the same netns receive the
+	 * replies, and answering those would loop for ever.
+	 */
+	if (skb->local_port < XPS_TEST_PORT_MIN ||
+	    skb->local_port > XPS_TEST_PORT_MAX)
+		goto out;
+	if (tcp && skb->local_port == XPS_TEST_ECHO_PORT) {
+		verdict = XPS_TX;
+		goto out;
+	}
+	if (bpf_skb_load_bytes(skb, 0, cmd, sizeof(cmd)))
+		goto out;
+
+	if (cmd[0] == 'P' && cmd[1] == 'I' && cmd[2] == 'N' && cmd[3] == 'G') {
+		if (bpf_skb_store_bytes(skb, 0, "PONG", 4, 0))
+			goto out;
+		verdict = XPS_TX;
+	} else if (cmd[0] == 'D' && cmd[1] == 'R' && cmd[2] == 'O' &&
+		   cmd[3] == 'P') {
+		verdict = XPS_DROP;
+	} else if (cmd[0] == 'R' && cmd[1] == 'S' && cmd[2] == 'T' &&
+		   cmd[3] == '!') {
+		verdict = XPS_RESET;
+	} else if (cmd[0] == 'B' && cmd[1] == 'I' && cmd[2] == 'G') {
+		__u32 len = (cmd[3] & 15) * 1024;
+
+		if (len < 8 || bpf_skb_change_tail(skb, len, 0) ||
+		    bpf_skb_store_bytes(skb, 0, "BIGR", 4, 0) ||
+		    bpf_skb_store_bytes(skb, len - 4, "END!", 4, 0))
+			return XPS_DROP;
+		verdict = XPS_TX;
+	} else if (cmd[0] == 'T' && cmd[1] == 'A' && cmd[2] == 'I' &&
+		   cmd[3] == 'L') {
+		if (tcp)
+			bpf_tail_call(skb, &jmp, 0);
+		/* No handler installed: answer from here. */
+		verdict = XPS_PASS;
+	} else if (cmd[0] == 'B' && cmd[1] == 'U' && cmd[2] == 'R' &&
+		   cmd[3] == 'N') {
+		bpf_loop(20000, burn, NULL, 0);
+		if (bpf_skb_change_tail(skb, 4, 0) ||
+		    bpf_skb_store_bytes(skb, 0, "PONG", 4, 0))
+			return XPS_DROP;
+		verdict = XPS_TX;
+	}
+out:
+	record(skb, verdict);
+	return verdict;
+}
+
+SEC("sk_skb")
+int xps_tcp(struct __sk_buff *skb)
+{
+	return handle(skb, 1);
+}
+
+SEC("sk_skb")
+int xps_udp(struct __sk_buff *skb)
+{
+	return handle(skb, 0);
+}
+
+/* Reached from xps_tcp through `jmp`, as libxps handlers are. */
+SEC("sk_skb")
+int tail_handler(struct __sk_buff *skb)
+{
+	/* Only reached from handle(), for servers. */
+	static const char reply[] = "TAIL-OK";
+
+	if (bpf_skb_change_tail(skb, sizeof(reply) - 1, 0) ||
+	    bpf_skb_store_bytes(skb, 0, reply, sizeof(reply) - 1, 0))
+		return XPS_DROP;
+	record(skb, XPS_TX);
+	return XPS_TX;
+}
+
+/* Loaded with a sockmap attach type: must not attach as XPS. */
+SEC("sk_skb")
+int not_xps(struct __sk_buff *skb)
+{
+	return 1;
+}
+
+char LICENSE[] SEC("license") = "GPL";

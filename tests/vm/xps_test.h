@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Types shared by xps_test.bpf.c and xps_vmtest.c. */
+#ifndef __XPS_TEST_H
+#define __XPS_TEST_H
+
+#include <linux/types.h>
+
+#include <linux/xps.h>	/* the repo's include/uapi/linux/xps.h */
+
+#define XPS_TEST_ECHO_PORT	7007
+/* The program answers on these local ports only (the tests' servers). */
+#define XPS_TEST_PORT_MIN	7000
+#define XPS_TEST_PORT_MAX	9999
+
+/* stats[] slots: 0..3 count verdicts. */
+#define XPS_TEST_STAT_RUNS	4
+#define XPS_TEST_STAT_OWNER	5	/* runs in the owner's context */
+#define XPS_TEST_NSTATS		6
+
+struct xps_test_seen {
+	__u32 family;
+	__u32 local_port;	/* host order */
+	__u32 remote_port;	/* host order */
+	__u32 local_ip4;	/* network order */
+	__u32 remote_ip4;
+	__u32 local_ip6[4];
+	__u32 remote_ip6[4];
+	__u64 cookie;
+	__u32 len;
+	__u32 verdict;
+};
+
+#endif /* __XPS_TEST_H */
