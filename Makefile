@@ -144,7 +144,14 @@ $(API_TEST): tests/integration/api_test.c $(LIBXPS_A) libxps/libxps.h bpf/kv.h
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -o $@ $< $(LIBXPS_A) $(LIBBPF_LIBS)
 
-tests: $(API_TEST)
+CTLBENCH := $(OUTPUT)/bench/ctlbench
+
+$(CTLBENCH): bench/ctlbench.c $(LIBXPS_A) libxps/libxps.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(USER_CFLAGS) -o $@ $< $(LIBXPS_A) $(LIBBPF_LIBS)
+
+tests: $(API_TEST) $(CTLBENCH)
 
 test: all tests
 	$(Q)scripts/deps.sh test
@@ -166,9 +173,9 @@ demo: all
 vm-run: all
 	$(Q)scripts/vm-run.sh -- $(CMD)
 
-bench: all
+bench: all tests
 	$(Q)scripts/deps.sh all
-	$(Q)QUICK=$(QUICK) scripts/bench.sh
+	$(Q)python3 scripts/bench.py $(if $(QUICK),--quick)
 
 clean:
 	$(call msg,CLEAN,$(OUTPUT))

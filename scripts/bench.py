@@ -1,0 +1,429 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""XPS benchmarks: each baseline and its XPS variant in the same run, same
+topology, same client; ratios, not absolute claims.
+
+Topology ("two machines" on one 2-core box): the server runs in its own
+network namespace joined to the client's by veth; the server process and,
+through RPS on the veth's receive queue, its receive processing are pinned
+to CPU 1, the client to CPU 0.  A loopback run is kept for reference.
+
+Server CPU per request = busy ticks of CPU 1 (/proc/stat) divided by the
+requests served during the measurement.
+
+  scripts/bench.py [--quick] [--out DIR]
+"""
+import argparse
+import csv
+import datetime
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+OUT = os.path.join(ROOT, ".output")
+XPSCTL = os.path.join(OUT, "xpsctl")
+NS = "xpsb"
+SRV_IP, CLI_IP = "10.77.0.2", "10.77.0.1"
+SRV_CPU, CLI_CPU = 1, 0
+HZ = os.sysconf("SC_CLK_TCK")
+
+GOALS = {
+    # (experiment prefix, metric): (goal ratio, "<=" or ">=", text)
+    ("redis_get_P16", "throughput"): (2.0, ">=", "Redis GET throughput, pipelining client >= 2.0x"),
+    ("redis_get_P16", "p99_ms"): (0.25, "<=", "Redis GET p99, pipelining client <= 0.25x"),
+    ("redis_get", "cpu_us_per_req"): (0.4, "<=", "server CPU per Redis GET <= 0.4x"),
+    ("nginx_post", "throughput"): (2.5, ">=", "blocked-POST throughput >= 2.5x"),
+    ("nginx_post", "p99_ms"): (0.15, "<=", "blocked-POST p99 <= 0.15x"),
+    ("memcached_udp", "throughput"): (4.0, ">=", "Memcached UDP GET throughput >= 4x"),
+}
+
+log_lines = []
+
+
+def say(msg):
+    line = "[%s] %s" % (time.strftime("%H:%M:%S"), msg)
+    log_lines.append(line)
+    print(line, flush=True)
+
+
+def sh(cmd, check=True, **kw):
+    return subprocess.run(cmd, check=check, capture_output=True, text=True, **kw)
+
+
+def in_srv(cmd, cpu=SRV_CPU):
+    # nsenter keeps the mount namespace: /sys/fs/bpf stays shared
+    return ["nsenter", "--net=/run/netns/" + NS, "taskset", "-c", str(cpu)] + cmd
+
+
+def on_cli(cmd):
+    return ["taskset", "-c", str(CLI_CPU)] + cmd
+
+
+def xpsctl(*args, netns=True):
+    cmd = [XPSCTL, "-j"] + [str(a) for a in args]
+    if netns:
+        cmd = ["nsenter", "--net=/run/netns/" + NS] + cmd
+    p = sh(cmd, check=False)
+    doc = json.loads(p.stdout) if p.stdout.strip() else None
+    if p.returncode:
+        raise RuntimeError("xpsctl %s: %s" % (" ".join(map(str, args)),
+                                                doc.get("error") if doc else p.stderr))
+    return doc
+
+
+# ---- topology --------------------------------------------------------------
+
+def topo_up():
+    topo_down()
+    for c in (["ip", "netns", "add", NS],
+              ["ip", "link", "add", "xpsb-c", "type", "veth", "peer", "name", "xpsb-s"],
+              ["ip", "link", "set", "xpsb-s", "netns", NS],
+              ["ip", "addr", "add", CLI_IP + "/24", "dev", "xpsb-c"],
+              ["ip", "link", "set", "xpsb-c", "up"],
+              ["ip", "netns", "exec", NS, "ip", "addr", "add", SRV_IP + "/24", "dev", "xpsb-s"],
+              ["ip", "netns", "exec", NS, "ip", "link", "set", "xpsb-s", "up"],
+              ["ip", "netns", "exec", NS, "ip", "link", "set", "lo", "up"]):
+        sh(c)
+    # receive processing of the server's side on the server's CPU
+    mask = "%x" % (1 << SRV_CPU)
+    sh(["ip", "netns", "exec", NS, "sh", "-c",
+        "for q in /sys/class/net/xpsb-s/queues/rx-*; do echo %s > $q/rps_cpus; done" % mask])
+    sh(["sh", "-c", "for q in /sys/class/net/xpsb-c/queues/rx-*; do echo %x > $q/rps_cpus; done"
+        % (1 << CLI_CPU)])
+
+
+def topo_down():
+    sh(["ip", "link", "del", "xpsb-c"], check=False)
+    sh(["ip", "netns", "del", NS], check=False)
+
+
+def cpu_busy(cpu):
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("cpu%d " % cpu):
+                v = [int(x) for x in line.split()[1:]]
+                # user nice system idle iowait irq softirq steal
+                return v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
+    raise RuntimeError("no cpu%d in /proc/stat" % cpu)
+
+
+# ---- servers ----------------------------------------------------------------
+
+class RedisServer:
+    def __init__(self, port, netns=True):
+        self.dir = tempfile.mkdtemp(prefix="xps-bench-redis-")
+        cmd = ["redis-server", "--port", str(port), "--bind", "0.0.0.0", "--save", "",
+               "--appendonly", "no", "--protected-mode", "no", "--dir", self.dir,
+               "--loglevel", "warning"]
+        self.netns = netns
+        self.host = SRV_IP if netns else "127.0.0.1"
+        self.port = port
+        self.proc = subprocess.Popen(in_srv(cmd) if netns else ["taskset", "-c", str(SRV_CPU)] + cmd,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            if sh(["redis-cli", "-h", self.host, "-p", str(port), "PING"], check=False).stdout.strip() == "PONG":
+                return
+            time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def cli(self, *args):
+        return sh(["redis-cli", "-h", self.host, "-p", str(self.port)] + [str(a) for a in args]).stdout
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def redis_benchmark(host, port, clients, pipeline, n, size, test="get", keyspace=None):
+    cmd = ["redis-benchmark", "-h", host, "-p", str(port), "-c", str(clients),
+           "-P", str(pipeline), "-n", str(n), "-d", str(size), "-t", test, "--csv"]
+    if keyspace:
+        cmd += ["-r", str(keyspace)]
+    p = sh(on_cli(cmd), check=False, timeout=900)
+    if p.returncode:
+        raise RuntimeError("redis-benchmark failed: " + p.stderr[-300:])
+    rows = list(csv.reader(line for line in p.stdout.splitlines() if line.strip()))
+    head, res = rows[0], {}
+    for r in rows[1:]:
+        d = dict(zip(head, r))
+        res[d["test"]] = {"throughput": float(d["rps"]),
+                          "p50_ms": float(d["p50_latency_ms"]),
+                          "p99_ms": float(d["p99_latency_ms"])}
+    return res
+
+
+# ---- experiments --------------------------------------------------------------
+
+RESULTS = []   # dicts: experiment, backend, variant, metric, value
+
+
+def record(exp, backend, variant, metrics):
+    for k, v in metrics.items():
+        RESULTS.append({"experiment": exp, "backend": backend, "variant": variant,
+                        "metric": k, "value": v})
+
+
+NOT_RUN = []   # (experiment, reason)
+
+
+def measure_redis(exp, backend, variant, srv, clients, pipeline, n, size, handler=None,
+                  service=None, keyspace=None):
+    """One redis-benchmark GET run on the server, XPS attached if @handler
+    (or already running as @service)."""
+    name = service
+    if handler:
+        name = xpsctl("handler", "attach", os.path.join(OUT, "bpf", handler + ".bpf.o"),
+                      "--port", srv.port, "--name", "bench")["name"]
+    try:
+        b0 = cpu_busy(SRV_CPU)
+        res = redis_benchmark(srv.host, srv.port, clients, pipeline, n, size,
+                              keyspace=keyspace)["GET"]
+        b1 = cpu_busy(SRV_CPU)
+        res["cpu_us_per_req"] = (b1 - b0) * 1e6 / HZ / n
+        if name:
+            st = xpsctl("stats", "show", name)[0]
+            res["kernel_answered"] = st["tx"] / max(1, st["runs"])
+        say("  %-34s %-8s %10.0f req/s  p50 %.3f ms  p99 %.3f ms  cpu %.2f us/req"
+            % (exp, variant, res["throughput"], res["p50_ms"], res["p99_ms"], res["cpu_us_per_req"]))
+        record(exp, backend, variant, res)
+        return res
+    finally:
+        if handler:
+            xpsctl("handler", "detach", name)
+
+
+def redis_handler_loads():
+    try:
+        xpsctl("handler", "attach", os.path.join(OUT, "bpf", "redis.bpf.o"), "--port", 17799,
+               "--name", "probe")
+        xpsctl("handler", "detach", "probe")
+        return None
+    except RuntimeError as e:
+        sh([XPSCTL, "reset"], check=False)
+        return str(e)
+
+
+def exp_ceiling(quick):
+    """The hook's ceiling vs Redis answering GETs itself (unpipelined)."""
+    n = 20000 if quick else 200000
+    for clients in ([50] if quick else [50, 100]):
+        srv = RedisServer(17700)
+        try:
+            srv.cli("SET", "key:__rand_int__", "bar")
+            exp = "ceiling_c%d" % clients
+            measure_redis(exp, "stock", "baseline", srv, clients, 1, n, 3)
+            measure_redis(exp, "stock", "xps", srv, clients, 1, n, 3, handler="ceiling")
+        finally:
+            srv.stop()
+
+
+def exp_loopback(quick):
+    n = 20000 if quick else 100000
+    srv = RedisServer(17701, netns=False)
+    try:
+        exp = "loopback_ceiling_c50"
+        measure_redis(exp, "stock", "baseline", srv, 50, 1, n, 3)
+        name = XPSCTL
+        res = None
+        xps = [XPSCTL, "-j", "handler", "attach", os.path.join(OUT, "bpf", "ceiling.bpf.o"),
+               "--port", "17701", "--name", "bench-lo"]
+        sh(xps)
+        try:
+            b0 = cpu_busy(SRV_CPU)
+            res = redis_benchmark("127.0.0.1", 17701, 50, 1, n, 3)["GET"]
+            res["cpu_us_per_req"] = (cpu_busy(SRV_CPU) - b0) * 1e6 / HZ / n
+            record(exp, "stock", "xps", res)
+            say("  %-34s %-8s %10.0f req/s  p50 %.3f ms  p99 %.3f ms"
+                % (exp, "xps", res["throughput"], res["p50_ms"], res["p99_ms"]))
+        finally:
+            sh([XPSCTL, "handler", "detach", "bench-lo"], check=False)
+    finally:
+        srv.stop()
+
+
+def exp_redis(quick):
+    why = redis_handler_loads()
+    if why:
+        NOT_RUN.append(("redis_get*", "the Redis handler does not load: " + why))
+        say("  Redis GET experiments NOT RUN: " + why)
+        return
+    n = 50000 if quick else 300000
+    sizes = [128] if quick else [128, 1024]
+    clients_l = [50] if quick else [50, 100, 1000]
+    for size in sizes:
+        for clients in clients_l:
+            for pipeline in ([1, 16]):
+                srv = RedisServer(17702)
+                try:
+                    sh(on_cli(["redis-benchmark", "-h", srv.host, "-p", str(srv.port), "-t", "set",
+                               "-n", "1000", "-r", "1000", "-d", str(size), "-q"]))
+                    exp = "redis_get_%s_d%d_c%d" % ("P16" if pipeline == 16 else "P1", size, clients)
+                    measure_redis(exp, "stock", "baseline", srv, clients, pipeline, n, size,
+                                  keyspace=1000)
+                    xpsctl("service", "redis", "--port", srv.port, "--name", "bench")
+                    try:
+                        # warm the cache: the filler fetches what the handler missed
+                        for _ in range(20):
+                            redis_benchmark(srv.host, srv.port, 10, 1, 3000, size, keyspace=1000)
+                            st = xpsctl("stats", "show", "bench")[0]
+                            if st["runs"] and st["tx"] / st["runs"] > 0.9:
+                                break
+                        measure_redis(exp, "stock", "xps", srv, clients, pipeline, n, size,
+                                      service="bench", keyspace=1000)
+                    finally:
+                        xpsctl("service", "stop", "bench")
+                finally:
+                    srv.stop()
+
+
+def exp_control_plane(quick):
+    rounds = 3 if quick else 10
+    p = sh(["nsenter", "--net=/run/netns/" + NS, os.path.join(OUT, "bench", "ctlbench"),
+            os.path.join(OUT, "bpf", "kv.bpf.o"), "17710", str(rounds)])
+    paper = {"create_context": 131.4e3, "update_context": 13.3e3, "data_put": 12.9,
+             "data_update": 9.1, "data_delete": 5.9}
+    for line in p.stdout.splitlines():
+        op, iters, mean, mn, mx = line.split(",")
+        mean = float(mean)
+        say("  control plane %-28s %12.2f us (paper: %s)" % (op, mean,
+            "%.1f us" % paper[op] if op in paper else "-"))
+        RESULTS.append({"experiment": "control_" + op, "backend": "stock", "variant": "xps",
+                        "metric": "mean_us", "value": mean})
+        if op in paper:
+            RESULTS.append({"experiment": "control_" + op, "backend": "paper", "variant": "baseline",
+                            "metric": "mean_us", "value": paper[op]})
+
+
+def not_implemented():
+    NOT_RUN.append(("nginx_post_*", "the HTTP method filter handler is not implemented yet (issue 4)"))
+    NOT_RUN.append(("memcached_*", "the Memcached handler is not implemented yet (issue 4)"))
+    NOT_RUN.append(("native backend", "the patched kernel (issue 3) is not complete: native figures not measured"))
+
+
+# ---- output ---------------------------------------------------------------------
+
+def summarize(outdir):
+    os.makedirs(outdir, exist_ok=True)
+    with open(os.path.join(outdir, "raw.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["experiment", "backend", "variant", "metric", "value"])
+        w.writeheader()
+        w.writerows(RESULTS)
+    by = {}
+    for r in RESULTS:
+        by.setdefault((r["experiment"], r["backend"], r["metric"]), {})[r["variant"]] = r["value"]
+    summary = []
+    for (exp, be, metric), v in sorted(by.items()):
+        if "baseline" in v and "xps" in v and metric in ("throughput", "p50_ms", "p99_ms", "cpu_us_per_req"):
+            ratio = v["xps"] / v["baseline"] if v["baseline"] else None
+            goal = None
+            for (pre, m), g in GOALS.items():
+                if exp.startswith(pre) and m == metric:
+                    goal = g
+            summary.append({"experiment": exp, "backend": be, "metric": metric,
+                            "baseline": v["baseline"], "xps": v["xps"], "ratio": ratio,
+                            "goal": ("%s %.2fx" % (goal[1], goal[0])) if goal else None,
+                            "met": (ratio >= goal[0] if goal[1] == ">=" else ratio <= goal[0])
+                            if goal and ratio is not None else None})
+        elif exp.startswith("control_") and "xps" in v:
+            goal = {"control_data_put": ("<=", 2.0), "control_create_context": ("<=", 20000.0)}.get(exp)
+            summary.append({"experiment": exp, "backend": be, "metric": metric,
+                            "baseline": None, "xps": v["xps"], "ratio": None,
+                            "goal": ("%s %g us" % goal) if goal else None,
+                            "met": (v["xps"] <= goal[1]) if goal else None})
+    machine = {"kernel": platform.release(), "cpus": os.cpu_count(),
+               "cpu_model": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+                                  if l.startswith("model name")), "?"),
+               "date": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")}
+    with open(os.path.join(outdir, "summary.json"), "w") as f:
+        json.dump({"machine": machine, "results": summary,
+                   "not_run": [{"experiment": e, "reason": r} for e, r in NOT_RUN]}, f, indent=2)
+    lines = ["# XPS benchmark results", "",
+             "Machine: %s, %d CPUs, kernel %s, %s. Topology: server in a network namespace "
+             "on CPU %d (RPS too), client on CPU %d, joined by veth; `loopback_*` without "
+             "the namespace." % (machine["cpu_model"], machine["cpus"], machine["kernel"],
+                                 machine["date"], SRV_CPU, CLI_CPU), "",
+             "| experiment | backend | metric | baseline | XPS | XPS/baseline | goal | met |",
+             "|---|---|---|---|---|---|---|---|"]
+    for s in summary:
+        fmt = lambda x: "-" if x is None else ("%.3f" % x if x < 100 else "%.0f" % x)
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            s["experiment"], s["backend"], s["metric"], fmt(s["baseline"]), fmt(s["xps"]),
+            "-" if s["ratio"] is None else "%.2fx" % s["ratio"], s["goal"] or "-",
+            "-" if s["met"] is None else ("yes" if s["met"] else "**no**")))
+    if NOT_RUN:
+        lines += ["", "Not run:", ""] + ["* `%s`: %s" % (e, r) for e, r in NOT_RUN]
+    with open(os.path.join(outdir, "table.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(outdir, "bench.log"), "w") as f:
+        f.write("\n".join(log_lines) + "\n")
+    plot(outdir, summary)
+    print("\n".join(lines))
+
+
+def plot(outdir, summary):
+    rows = [s for s in summary if s["ratio"] is not None]
+    if not rows or not shutil.which("gnuplot"):
+        say("no plot (%s)" % ("no ratios" if not rows else "gnuplot missing"))
+        return
+    for metric in sorted({s["metric"] for s in rows}):
+        data = os.path.join(outdir, "ratio_%s.dat" % metric)
+        sel = [s for s in rows if s["metric"] == metric]
+        with open(data, "w") as f:
+            for i, s in enumerate(sel):
+                f.write('%d "%s/%s" %f\n' % (i, s["experiment"], s["backend"], s["ratio"]))
+        png = os.path.join(outdir, "ratio_%s.png" % metric)
+        script = """set terminal png size 900,400 noenhanced
+set output '%s'
+set title 'XPS / baseline: %s'
+set style fill solid 0.6
+set boxwidth 0.6
+set yrange [0:*]
+set xtics rotate by -30
+set grid ytics
+plot '%s' using 1:3:xtic(2) with boxes notitle, 1 with lines lt 2 title 'baseline'
+""" % (png, metric, data)
+        sh(["gnuplot"], input=script)
+        say("plot: " + png)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="a smoke run of a few minutes")
+    ap.add_argument("--out", default=None, help="results directory")
+    a = ap.parse_args()
+    if os.geteuid():
+        sys.exit("benchmarks need root")
+    out = a.out or os.path.join(ROOT, "bench", "results",
+                                datetime.datetime.utcnow().strftime("%Y%m%d-%H%M%S"))
+    sh([XPSCTL, "reset"], check=False)
+    say("topology: netns %s, server CPU %d, client CPU %d" % (NS, SRV_CPU, CLI_CPU))
+    topo_up()
+    try:
+        for name, fn in (("hook ceiling (fixed reply) vs Redis", exp_ceiling),
+                         ("loopback reference", exp_loopback),
+                         ("Redis GET", exp_redis),
+                         ("control plane", exp_control_plane)):
+            say("== " + name)
+            fn(a.quick)
+        not_implemented()
+    finally:
+        sh([XPSCTL, "reset"], check=False)
+        topo_down()
+    summarize(out)
+    latest = os.path.join(ROOT, "bench", "results", "latest")
+    if os.path.islink(latest) or os.path.exists(latest):
+        os.remove(latest)
+    os.symlink(os.path.basename(out), latest)
+    say("results in " + out)
+
+
+if __name__ == "__main__":
+    main()
