@@ -16,4 +16,5 @@ MSG
 fi
 set -e
 scripts/build-kernel.sh
-exec scripts/vm-run.sh --timeout 1800 -- tests/vm/native-suite.sh
+make -s -C tests/vm
+exec scripts/vm-run.sh --timeout 2400 -- tests/vm/native-suite.sh

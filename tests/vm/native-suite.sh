@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Inside the XPS VM (scripts/vm-test.sh boots it): the suites that ran on
+# the stock backend, now on the native hook, plus the kernel-level tests.
+set -u
+cd "$(dirname "$0")/../.."
+export XPS_BACKEND=native
+fail=0
+step() { printf '\n=== %s\n' "$*"; }
+
+step "xpsctl status (must say native)"
+.output/xpsctl -j status | tee /tmp/xps-status.json
+if ! grep -q '"backend":"native"' /tmp/xps-status.json; then
+	echo "FAIL: the guest kernel has no XPS hook"
+	exit 1
+fi
+step "kernel hook tests (tests/vm)"
+tests/vm/run.sh || fail=1
+step "libxps API test, native backend"
+.output/tests/api_test .output/bpf || fail=1
+step "integration: foundation, native backend"
+python3 tests/integration/test_foundation.py || fail=1
+exit $fail
