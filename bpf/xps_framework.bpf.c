@@ -191,39 +191,49 @@ static __always_inline int pred_lookup(const struct xps_pred_key *full,
 	return -1;
 }
 
-/* Build the predicate key of a socket-level context (sk_skb). */
+/*
+ * The predicate key of a connection, from a context that describes its
+ * socket: struct __sk_buff (sk_skb) and struct bpf_sock_ops name the fields
+ * alike.  A macro, because the two are different types.
+ */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define RPORT_SHIFT 16	/* the kernel shifts the big-endian port up */
+#else
+#define RPORT_SHIFT 0
+#endif
+#define KEY_FROM_SOCK_CTX(ctx, proto_, k)				\
+	do {								\
+		__u32 __l[4], __r[4];					\
+									\
+		__builtin_memset((k), 0, sizeof(*(k)));			\
+		(k)->proto = (proto_);					\
+		(k)->lport = (ctx)->local_port;				\
+		(k)->rport = bpf_ntohs((__u16)((ctx)->remote_port >>	\
+					       RPORT_SHIFT));		\
+		if ((ctx)->family == AF_INET) {				\
+			(k)->family = AF_INET;				\
+			set_v4((k)->laddr, (ctx)->local_ip4);		\
+			set_v4((k)->raddr, (ctx)->remote_ip4);		\
+			break;						\
+		}							\
+		__l[0] = CTX_READ((ctx)->local_ip6[0]);			\
+		__l[1] = CTX_READ((ctx)->local_ip6[1]);			\
+		__l[2] = CTX_READ((ctx)->local_ip6[2]);			\
+		__l[3] = CTX_READ((ctx)->local_ip6[3]);			\
+		__r[0] = CTX_READ((ctx)->remote_ip6[0]);		\
+		__r[1] = CTX_READ((ctx)->remote_ip6[1]);		\
+		__r[2] = CTX_READ((ctx)->remote_ip6[2]);		\
+		__r[3] = CTX_READ((ctx)->remote_ip6[3]);		\
+		/* v4-mapped traffic on a dual-stack socket is IPv4 */	\
+		(k)->family = is_v4_mapped(__r) ? AF_INET : AF_INET6;	\
+		__builtin_memcpy((k)->laddr, __l, 16);			\
+		__builtin_memcpy((k)->raddr, __r, 16);			\
+	} while (0)
+
 static __always_inline void key_from_skb(struct __sk_buff *skb, __u8 proto,
 					 struct xps_pred_key *k)
 {
-	__u32 rport = skb->remote_port;
-
-	__builtin_memset(k, 0, sizeof(*k));
-	k->proto = proto;
-	k->lport = skb->local_port;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	rport >>= 16;	/* the kernel shifts the big-endian port up */
-#endif
-	k->rport = bpf_ntohs((__u16)rport);
-	if (skb->family == AF_INET) {
-		k->family = AF_INET;
-		set_v4(k->laddr, skb->local_ip4);
-		set_v4(k->raddr, skb->remote_ip4);
-	} else {
-		__u32 l[4], r[4];
-
-		l[0] = CTX_READ(skb->local_ip6[0]);
-		l[1] = CTX_READ(skb->local_ip6[1]);
-		l[2] = CTX_READ(skb->local_ip6[2]);
-		l[3] = CTX_READ(skb->local_ip6[3]);
-		r[0] = CTX_READ(skb->remote_ip6[0]);
-		r[1] = CTX_READ(skb->remote_ip6[1]);
-		r[2] = CTX_READ(skb->remote_ip6[2]);
-		r[3] = CTX_READ(skb->remote_ip6[3]);
-		/* v4-mapped traffic on a dual-stack socket is IPv4 traffic */
-		k->family = is_v4_mapped(r) ? AF_INET : AF_INET6;
-		__builtin_memcpy(k->laddr, l, 16);
-		__builtin_memcpy(k->raddr, r, 16);
-	}
+	KEY_FROM_SOCK_CTX(skb, proto, k);
 }
 
 static __always_inline void count_only(__u32 slot, __u64 start, int error)
@@ -347,10 +357,10 @@ int xps_native_udp(struct __sk_buff *skb)
 SEC("sockops")
 int xps_sockops(struct bpf_sock_ops *skops)
 {
-	struct xps_pred_key key = {};
+	struct xps_pred_key key;
 	struct xps_config *cfg;
 	struct xps_conn conn = {};
-	__u32 slot, rport;
+	__u32 slot;
 	__u64 cookie;
 
 	switch (skops->op) {
@@ -379,32 +389,7 @@ int xps_sockops(struct bpf_sock_ops *skops)
 	if (!cfg)
 		return 1;
 
-	key.proto = IPPROTO_TCP;
-	key.lport = skops->local_port;
-	rport = skops->remote_port;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	rport >>= 16;
-#endif
-	key.rport = bpf_ntohs((__u16)rport);
-	if (skops->family == AF_INET) {
-		key.family = AF_INET;
-		set_v4(key.laddr, skops->local_ip4);
-		set_v4(key.raddr, skops->remote_ip4);
-	} else {
-		__u32 l[4], r[4];
-
-		l[0] = CTX_READ(skops->local_ip6[0]);
-		l[1] = CTX_READ(skops->local_ip6[1]);
-		l[2] = CTX_READ(skops->local_ip6[2]);
-		l[3] = CTX_READ(skops->local_ip6[3]);
-		r[0] = CTX_READ(skops->remote_ip6[0]);
-		r[1] = CTX_READ(skops->remote_ip6[1]);
-		r[2] = CTX_READ(skops->remote_ip6[2]);
-		r[3] = CTX_READ(skops->remote_ip6[3]);
-		key.family = is_v4_mapped(r) ? AF_INET : AF_INET6;
-		__builtin_memcpy(key.laddr, l, 16);
-		__builtin_memcpy(key.raddr, r, 16);
-	}
+	KEY_FROM_SOCK_CTX(skops, IPPROTO_TCP, &key);
 	if (pred_lookup(&key, &slot))
 		return 1;
 
@@ -624,6 +609,38 @@ int xps_msg_verdict(struct sk_msg_md *msg)
 	return SK_PASS;
 }
 
+/* Swap source and destination MAC and IP addresses of the packet. */
+static __always_inline void swap_addrs(struct __sk_buff *skb, __u8 family,
+				       __u32 l3)
+{
+	__u8 mac[ETH_ALEN];
+	struct ethhdr eth;
+
+	if (!bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth))) {
+		__builtin_memcpy(mac, eth.h_dest, ETH_ALEN);
+		__builtin_memcpy(eth.h_dest, eth.h_source, ETH_ALEN);
+		__builtin_memcpy(eth.h_source, mac, ETH_ALEN);
+		bpf_skb_store_bytes(skb, 0, &eth, sizeof(eth), 0);
+	}
+	if (family == AF_INET) {
+		__u32 s4, d4;
+
+		if (!bpf_skb_load_bytes(skb, l3 + 12, &s4, 4) &&
+		    !bpf_skb_load_bytes(skb, l3 + 16, &d4, 4)) {
+			bpf_skb_store_bytes(skb, l3 + 12, &d4, 4, 0);
+			bpf_skb_store_bytes(skb, l3 + 16, &s4, 4, 0);
+		}
+	} else {
+		__u8 s6[16], d6[16];
+
+		if (!bpf_skb_load_bytes(skb, l3 + 8, s6, 16) &&
+		    !bpf_skb_load_bytes(skb, l3 + 24, d6, 16)) {
+			bpf_skb_store_bytes(skb, l3 + 8, d6, 16, 0);
+			bpf_skb_store_bytes(skb, l3 + 24, s6, 16, 0);
+		}
+	}
+}
+
 /*
  * RESET on the stock backend.  A stream verdict program can only pass,
  * drop or redirect, so the handler's RESET drops the request and marks the
@@ -635,7 +652,7 @@ int xps_msg_verdict(struct sk_msg_md *msg)
 SEC("tc")
 int xps_tc_egress(struct __sk_buff *skb)
 {
-	__u32 l3 = sizeof(struct ethhdr), l4, seq, ack, a4;
+	__u32 l3 = sizeof(struct ethhdr), l4;
 	struct xps_conn *conn;
 	struct tcphdr th;
 	__u16 old_flags, new_flags;
@@ -682,15 +699,11 @@ int xps_tc_egress(struct __sk_buff *skb)
 	 */
 	{
 		struct tcphdr m = th;
-		struct ethhdr eth;
-		__u8 mac[ETH_ALEN];
 
 		m.source = th.dest;
 		m.dest = th.source;
-		seq = th.seq;
-		ack = th.ack_seq;
-		m.seq = ack;
-		m.ack_seq = seq;
+		m.seq = th.ack_seq;
+		m.ack_seq = th.seq;
 		m.fin = 0;
 		m.syn = 0;
 		m.psh = 0;
@@ -702,48 +715,10 @@ int xps_tc_egress(struct __sk_buff *skb)
 		if (bpf_skb_store_bytes(skb, l4, &m, sizeof(m), 0) ||
 		    bpf_l4_csum_replace(skb, l4 + 16, old_flags, new_flags, 2))
 			goto forward;
-		if (family == AF_INET) {
-			if (bpf_skb_load_bytes(skb, l3 + 12, &a4, 4) ||
-			    bpf_skb_load_bytes(skb, l3 + 16, &seq, 4) ||
-			    bpf_skb_store_bytes(skb, l3 + 12, &seq, 4, 0) ||
-			    bpf_skb_store_bytes(skb, l3 + 16, &a4, 4, 0))
-				goto forward;
-		} else {
-			__u8 s6[16], d6[16];
-
-			if (bpf_skb_load_bytes(skb, l3 + 8, s6, 16) ||
-			    bpf_skb_load_bytes(skb, l3 + 24, d6, 16) ||
-			    bpf_skb_store_bytes(skb, l3 + 8, d6, 16, 0) ||
-			    bpf_skb_store_bytes(skb, l3 + 24, s6, 16, 0))
-				goto forward;
-		}
-		if (!bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth))) {
-			__builtin_memcpy(mac, eth.h_dest, ETH_ALEN);
-			__builtin_memcpy(eth.h_dest, eth.h_source, ETH_ALEN);
-			__builtin_memcpy(eth.h_source, mac, ETH_ALEN);
-			bpf_skb_store_bytes(skb, 0, &eth, sizeof(eth), 0);
-		}
+		swap_addrs(skb, family, l3);
 		bpf_clone_redirect(skb, skb->ifindex, BPF_F_INGRESS);
 		/* undo the mirror for the segment that goes to the client */
-		if (!bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth))) {
-			__builtin_memcpy(mac, eth.h_dest, ETH_ALEN);
-			__builtin_memcpy(eth.h_dest, eth.h_source, ETH_ALEN);
-			__builtin_memcpy(eth.h_source, mac, ETH_ALEN);
-			bpf_skb_store_bytes(skb, 0, &eth, sizeof(eth), 0);
-		}
-		if (family == AF_INET) {
-			bpf_skb_load_bytes(skb, l3 + 16, &seq, 4);
-			bpf_skb_store_bytes(skb, l3 + 12, &seq, 4, 0);
-			bpf_skb_store_bytes(skb, l3 + 16, &a4, 4, 0);
-		} else {
-			__u8 s6[16], d6[16];
-
-			if (!bpf_skb_load_bytes(skb, l3 + 8, s6, 16) &&
-			    !bpf_skb_load_bytes(skb, l3 + 24, d6, 16)) {
-				bpf_skb_store_bytes(skb, l3 + 8, d6, 16, 0);
-				bpf_skb_store_bytes(skb, l3 + 24, s6, 16, 0);
-			}
-		}
+		swap_addrs(skb, family, l3);
 		if (bpf_skb_load_bytes(skb, l4, &m, sizeof(m)))
 			return TC_ACT_SHOT;
 		th.check = m.check;
