@@ -37,7 +37,7 @@ LIBBPF_LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf -le
 
 # the framework is embedded in libxps as a skeleton; handlers are files
 FRAMEWORK := xps_framework
-HANDLERS := echo verdict upper kv redis ceiling
+HANDLERS := echo verdict upper kv redis ceiling http_filter
 BPF_OBJS := $(addprefix $(OUTPUT)/bpf/,$(addsuffix .bpf.o,$(FRAMEWORK) $(HANDLERS)))
 BPF_HDRS := $(wildcard bpf/*.bpf.h bpf/*.h bpf/proto/*.h) include/xps/abi.h include/uapi/linux/xps.h
 
@@ -151,7 +151,12 @@ $(CTLBENCH): bench/ctlbench.c $(LIBXPS_A) libxps/libxps.h
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -o $@ $< $(LIBXPS_A) $(LIBBPF_LIBS)
 
-tests: $(API_TEST) $(CTLBENCH)
+$(OUTPUT)/tests/lossy.bpf.o: tests/integration/lossy.bpf.c | $(DEPS_STAMP)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+tests: $(API_TEST) $(CTLBENCH) $(OUTPUT)/tests/lossy.bpf.o
 
 test: all tests
 	$(Q)scripts/deps.sh test

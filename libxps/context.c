@@ -404,8 +404,8 @@ static int handler_load(const char *path, __u32 backend, __u8 proto,
 	obj = bpf_object__open_file(path, &oo);
 	if (!obj) {
 		err = -errno;
-		pr_warn("%s is not a BPF object libbpf can open: %s\n", path,
-			strerror(-err));
+		pr_warn("cannot open handler object %s: %s (libbpf says why with -vv)\n",
+			path, strerror(-err));
 		return err;
 	}
 	bpf_object__for_each_program(prog, obj) {

@@ -48,6 +48,8 @@ for s in "${suites[@]}"; do
 	integration)
 		run "integration: foundation, stock backend" \
 			bash -c "$(declare -f need_root); need_root integration && XPS_BACKEND=stock python3 tests/integration/test_foundation.py"
+		run "integration: faults, stock backend" \
+			bash -c "$(declare -f need_root); need_root integration && XPS_BACKEND=stock python3 tests/integration/test_faults.py"
 		run "integration: redis-server, stock backend" tests/integration/redis-suite.sh ;;
 	vm)
 		run "vm: patched kernel, native backend" scripts/vm-test.sh ;;

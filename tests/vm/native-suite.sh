@@ -19,4 +19,6 @@ step "libxps API test, native backend"
 .output/tests/api_test .output/bpf || fail=1
 step "integration: foundation, native backend"
 python3 tests/integration/test_foundation.py || fail=1
+step "integration: faults, native backend"
+python3 tests/integration/test_faults.py || fail=1
 exit $fail

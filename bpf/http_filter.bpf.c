@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * HTTP method filter for nginx: requests whose method the data map names
+ * are answered from the kernel the way nginx answers `return 405;`, or
+ * reset for 444 (nginx closes without a response); everything else, and
+ * everything this handler cannot prove nginx would treat the same way,
+ * goes to nginx.
+ *
+ * Answered: a segment holding exactly one complete request (head and
+ * Content-Length body) of a blocked method, HTTP/1.x, keep-alive, nothing
+ * the parser flags as beyond its model (odd syntax, chunked bodies,
+ * Expect, padded or closing responses).
+ */
+#include "xps.bpf.h"
+#include "proto/http.bpf.h"
+#include "http_filter.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+XPS_DATA_MAP(struct http_method_key, struct http_action, 64);
+XPS_STATE_MAP(struct http_state);
+
+struct http_scratch {
+	__u8 in[XPS_SCRATCH];
+	__u8 out[XPS_SCRATCH];
+	struct xps_http_req req;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct http_scratch);
+} http_scratch SEC(".maps");
+
+/* Flags under which nginx's answer is not the one encoded here. */
+#define HTTP_UNMODELLED (XPS_HTTP_F_CHUNKED | XPS_HTTP_F_EXPECT |	\
+			 XPS_HTTP_F_PAD | XPS_HTTP_F_CLOSE | XPS_HTTP_F_ODD | \
+			 XPS_HTTP_F_LONG_METHOD | XPS_F_TOO_BIG)
+
+SEC("xps")
+int xps_http_filter(struct __sk_buff *skb)
+{
+	struct xps_conn_hstate *cs = xps_conn_state(skb);
+	struct http_method_key key = {};
+	struct http_scratch *sc;
+	struct http_action *act;
+	struct http_state *st;
+	__u32 zero = 0, len = xps_len(skb), n, out;
+	__u8 date[XPS_HTTP_DATE_LEN];
+	__u64 secs;
+	int kind;
+
+	/* the rest of a request nginx is reading: not ours to judge */
+	if (cs && cs->skip) {
+		if (cs->skip >= len)
+			cs->skip -= len;
+		else
+			cs->skip = 0;	/* requests after it: nginx's too */
+		return xps_pass(skb);
+	}
+	sc = bpf_map_lookup_elem(&http_scratch, &zero);
+	st = bpf_map_lookup_elem(&xps_state, &zero);
+	if (!sc || !st)
+		return xps_pass(skb);
+	n = len;
+	barrier_var(n);
+	if (n < 1 || n > XPS_SCRATCH)
+		return xps_pass(skb);
+	if (xps_load(skb, 0, sc->in, n))
+		return xps_pass(skb);
+
+	kind = xps_http_parse(sc->in, n, 0, &sc->req);
+	if (kind == XPS_REQ_INCOMPLETE) {
+		/* a request that continues (a body, a split head): pass all of it */
+		if (cs && sc->req.req_len > n)
+			cs->skip = sc->req.req_len - n;
+		return xps_pass(skb);
+	}
+	if (kind != XPS_REQ_SERVE || sc->req.req_len != n ||
+	    (sc->req.flags & HTTP_UNMODELLED) || !xps_may_consume(skb))
+		return xps_pass(skb);
+
+	__builtin_memcpy(key.m, sc->req.method, HTTP_METHOD_LEN);
+	act = xps_data_lookup(&key);
+	if (!act)
+		return xps_pass(skb);
+	if (act->status == 444)
+		return xps_reset(skb);
+
+	secs = (bpf_ktime_get_tai_ns() - st->tai_minus_utc_ns) / 1000000000ull;
+	xps_http_fmt_date(date, secs);
+	out = xps_http_encode_error(sc->out, act->status, st->server,
+				    st->server_len > HTTP_SERVER_MAX ?
+				    HTTP_SERVER_MAX : st->server_len, date,
+				    1, key.m[0] == 'H' && key.m[1] == 'E' &&
+				    key.m[2] == 'A' && key.m[3] == 'D' && !key.m[4]);
+	barrier_var(out);
+	if (out < 1 || out > XPS_SCRATCH)	/* only for the verifier */
+		return xps_pass(skb);
+	if (xps_resize(skb, out) || xps_store(skb, 0, sc->out, out))
+		return xps_pass(skb);
+	return xps_tx(skb);
+}

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * libFuzzer target for xps_http_parse(): the first two input bytes choose the offset,
+ * the rest is the payload.  Checks, beyond "no crash" under ASan/UBSan:
+ * the result never depends on bytes past len, and a complete request lies
+ * inside [off, len).  Walks the whole segment like a handler.
+ */
+#include <assert.h>
+#include <stdint.h>
+#include <string.h>
+#include "http.bpf.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static __u8 a[XPS_SCRATCH], b[XPS_SCRATCH];
+	struct xps_http_req ra, rb;
+	__u32 len, off, n;
+
+	if (size < 2)
+		return 0;
+	off = (data[0] | data[1] << 8) % 64;
+	data += 2;
+	size -= 2;
+	len = off + (size > XPS_SCRATCH - off ? XPS_SCRATCH - off : size);
+	memset(a, 0, sizeof(a));
+	memset(b, 0xa5, sizeof(b));
+	memcpy(a + off, data, len - off);
+	memcpy(b + off, data, len - off);
+	for (n = 0; n < XPS_MAX_REQS_PER_SEG && off < len; n++) {
+		int k = xps_http_parse(a, len, off, &ra);
+
+		xps_http_parse(b, len, off, &rb);
+		assert(!memcmp(&ra, &rb, sizeof(ra)));
+		if (k == XPS_REQ_INCOMPLETE || k == XPS_REQ_MALFORMED || !ra.req_len)
+			break;
+		assert(ra.req_len <= len - off);
+		off += ra.req_len;
+	}
+	return 0;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * memcached text requests and what xps_mc_parse() must report.  The
+ * framing cases were checked against memcached 1.6.18: a storage command
+ * with a bad key or number gets CLIENT_ERROR and its data block is read as
+ * the next command; a good one consumes <bytes> + 2 bytes whatever they are.
+ */
+#include "fixture.h"
+
+static const struct fx mc_fx[] = {
+	{ "get", S("get foo\r\n"), XPS_REQ_SERVE, 0, XPS_F_CAS, 9, -1, 1, { "foo" } },
+	{ "gets", S("gets foo\r\n"), XPS_REQ_SERVE, XPS_F_CAS, 0, 10, -1, 1, { "foo" } },
+	{ "get 3 keys", S("get a bb ccc\r\n"), XPS_REQ_SERVE, 0, 0, 14, -1, 3, { "a", "bb", "ccc" } },
+	{ "get LF only", S("get foo\n"), XPS_REQ_SERVE, 0, 0, 8, -1, 1, { "foo" } },
+	{ "get extra spaces", S("get   foo  \r\n"), XPS_REQ_SERVE, 0, 0, 13, -1, 1, { "foo" } },
+	{ "get control char key", S("get a\tb\r\n"), XPS_REQ_HARMLESS, XPS_F_BADKEY, 0, 9, -1, -1, { 0 } },
+	{ "get 9 keys: pass", S("get a b c d e f g h i\r\n"), XPS_REQ_HARMLESS, 0, 0, 23, -1, -1, { 0 } },
+	{ "get no key", S("get\r\n"), XPS_REQ_HARMLESS, 0, 0, 5, -1, -1, { 0 } },
+	{ "GET upper case is ERROR", S("GET foo\r\n"), XPS_REQ_INVALIDATE, XPS_F_ALL, 0, 9, -1, 0, { 0 } },
+	{ "get\\tkey is one token", S("get\tk\r\n"), XPS_REQ_INVALIDATE, XPS_F_ALL, 0, 7, -1, 0, { 0 } },
+	{ "bare CRLF", S("\r\n"), XPS_REQ_INVALIDATE, XPS_F_ALL, 0, 2, -1, -1, { 0 } },
+	{ "set", S("set foo 0 0 3\r\nbar\r\n"), XPS_REQ_INVALIDATE, 0, XPS_F_ALL | XPS_F_NOREPLY, 20, -1, 1, { "foo" } },
+	{ "set noreply", S("set foo 5 10 3 noreply\r\nbar\r\n"), XPS_REQ_INVALIDATE, XPS_F_NOREPLY, 0, 29, -1, 1, { "foo" } },
+	{ "set empty value", S("set e 0 0 0\r\n\r\n"), XPS_REQ_INVALIDATE, 0, 0, 15, -1, 1, { "e" } },
+	{ "set bad terminator still consumed", S("set k 0 0 3\r\nabcXYget k\r\n"), XPS_REQ_INVALIDATE, 0, 0, 18, -1, 1, { "k" } },
+	{ "set data with CRLF inside", S("set k 0 0 4\r\n\r\n\r\n\r\n"), XPS_REQ_INVALIDATE, 0, 0, 19, -1, 1, { "k" } },
+	{ "add", S("add k 0 0 1\r\nx\r\n"), XPS_REQ_INVALIDATE, 0, 0, 16, -1, 1, { "k" } },
+	{ "replace", S("replace k 0 0 1\r\nx\r\n"), XPS_REQ_INVALIDATE, 0, 0, 20, -1, 1, { "k" } },
+	{ "append", S("append k 0 0 1\r\nx\r\n"), XPS_REQ_INVALIDATE, 0, 0, 19, -1, 1, { "k" } },
+	{ "prepend", S("prepend k 0 0 1\r\nx\r\n"), XPS_REQ_INVALIDATE, 0, 0, 20, -1, 1, { "k" } },
+	{ "cas", S("cas k 0 0 1 99\r\nx\r\n"), XPS_REQ_INVALIDATE, 0, 0, 19, -1, 1, { "k" } },
+	{ "set negative exptime", S("set k 0 -1 1\r\nx\r\n"), XPS_REQ_INVALIDATE, 0, 0, 17, -1, 1, { "k" } },
+	{ "set too few tokens: ERROR, no data", S("set k 0 0\r\nabc\r\n"), XPS_REQ_HARMLESS, 0, 0, 11, -1, -1, { 0 } },
+	{ "set bad number: no data", S("set k 0 0 3x\r\nabc\r\n"), XPS_REQ_HARMLESS, 0, 0, 14, -1, -1, { 0 } },
+	{ "set negative bytes: no data", S("set k 0 0 -1\r\n"), XPS_REQ_HARMLESS, 0, 0, 14, -1, -1, { 0 } },
+	{ "set plus sign: unsure", S("set k 0 0 +3\r\nxyz\r\n"), XPS_REQ_MALFORMED, XPS_F_ALL, 0, ANY, -1, -1, { 0 } },
+	{ "set data not here", S("set k 0 0 10\r\nab"), XPS_REQ_INCOMPLETE, 0, XPS_F_TOO_BIG, 26, XPS_REQ_INVALIDATE, 1, { "k" } },
+	{ "set big data", S("set k 0 0 1000000\r\n"), XPS_REQ_INCOMPLETE, XPS_F_TOO_BIG, 0, 1000021, XPS_REQ_INVALIDATE, 1, { "k" } },
+	{ "delete", S("delete k\r\n"), XPS_REQ_INVALIDATE, 0, 0, 10, -1, 1, { "k" } },
+	{ "delete noreply", S("delete k noreply\r\n"), XPS_REQ_INVALIDATE, XPS_F_NOREPLY, 0, 18, -1, 1, { "k" } },
+	{ "incr", S("incr k 1\r\n"), XPS_REQ_INVALIDATE, 0, 0, 10, -1, 1, { "k" } },
+	{ "decr", S("decr k 1 noreply\r\n"), XPS_REQ_INVALIDATE, XPS_F_NOREPLY, 0, 18, -1, 1, { "k" } },
+	{ "touch", S("touch k 10\r\n"), XPS_REQ_INVALIDATE, 0, 0, 12, -1, 1, { "k" } },
+	{ "gat", S("gat 10 a b\r\n"), XPS_REQ_INVALIDATE, 0, 0, 12, -1, 2, { "a", "b" } },
+	{ "gats", S("gats 10 a\r\n"), XPS_REQ_INVALIDATE, 0, 0, 11, -1, 1, { "a" } },
+	{ "flush_all", S("flush_all\r\n"), XPS_REQ_INVALIDATE, XPS_F_ALL, XPS_F_DEFERRED, 11, -1, 0, { 0 } },
+	{ "flush_all delay", S("flush_all 10\r\n"), XPS_REQ_INVALIDATE, XPS_F_ALL | XPS_F_DEFERRED, 0, 14, -1, 0, { 0 } },
+	{ "flush_all noreply", S("flush_all noreply\r\n"), XPS_REQ_INVALIDATE, XPS_F_ALL | XPS_F_NOREPLY, XPS_F_DEFERRED, 19, -1, 0, { 0 } },
+	{ "ms", S("ms k 2\r\nhi\r\n"), XPS_REQ_INVALIDATE, 0, 0, 12, -1, 1, { "k" } },
+	{ "ms base64 key", S("ms a2V5 2 b\r\nhi\r\n"), XPS_REQ_INVALIDATE, XPS_F_ALL, 0, 17, -1, 0, { 0 } },
+	{ "mg touches", S("mg k v\r\n"), XPS_REQ_INVALIDATE, 0, 0, 8, -1, 1, { "k" } },
+	{ "md", S("md k\r\n"), XPS_REQ_INVALIDATE, 0, 0, 6, -1, 1, { "k" } },
+	{ "version", S("version\r\n"), XPS_REQ_HARMLESS, 0, 0, 9, -1, -1, { 0 } },
+	{ "stats", S("stats\r\n"), XPS_REQ_HARMLESS, 0, 0, 7, -1, -1, { 0 } },
+	{ "verbosity", S("verbosity 1\r\n"), XPS_REQ_HARMLESS, 0, 0, 13, -1, -1, { 0 } },
+	{ "quit", S("quit\r\n"), XPS_REQ_STATE, XPS_F_STATE, 0, 6, -1, -1, { 0 } },
+	{ "watch", S("watch\r\n"), XPS_REQ_STATE, XPS_F_STATE, 0, 7, -1, -1, { 0 } },
+	{ "slabs can evict", S("slabs reassign 1 2\r\n"), XPS_REQ_INVALIDATE, XPS_F_ALL, 0, 20, -1, 0, { 0 } },
+	{ "NUL cuts the line", S("get k\0zz\r\n"), XPS_REQ_MALFORMED, XPS_F_ALL | XPS_F_STATE, 0, ANY, -1, -1, { 0 } },
+	{ "no newline", S("get foo"), XPS_REQ_INCOMPLETE, 0, 0, ANY, XPS_REQ_SERVE, -1, { 0 } },
+	{ "set line incomplete, key known", S("set foo 0"), XPS_REQ_INCOMPLETE, 0, 0, ANY, XPS_REQ_INVALIDATE, 1, { "foo" } },
+};

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Host tests of bpf/proto/http.bpf.h: fixtures, splits, pipelines, the
+ * Date formatter and the error responses nginx 1.22.1 sends. */
+#include <time.h>
+#include "http.bpf.h"
+#include "harness.h"
+#include "http_fixtures.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static __u8 buf[XPS_SCRATCH];
+
+static int complete(int k)
+{
+	return k == XPS_REQ_SERVE || k == XPS_REQ_HARMLESS;
+}
+
+static void check_one(const struct hfx *f, __u32 off, int fill)
+{
+	struct xps_http_req r;
+	__u32 len = off + f->req_n;
+	int k;
+
+	h_load(buf, off, f->req, f->req_n, fill);
+	k = xps_http_parse(buf, len, off, &r);
+	CHECK(k == f->kind && (int)r.kind == k, "kind %d want %d (flags %#x)", k, f->kind, r.flags);
+	CHECK((r.flags & f->flags) == f->flags, "flags %#x lack %#x", r.flags, f->flags);
+	CHECK(!(r.flags & f->noflags), "flags %#x have %#x", r.flags, f->noflags);
+	if (f->req_len != ANY)
+		CHECK(r.req_len == f->req_len, "req_len %u want %u", r.req_len, f->req_len);
+	CHECK(!strncmp((const char *)r.method, f->method, XPS_HTTP_METHOD_MAX),
+	      "method '%.16s' want '%s'", r.method, f->method);
+	if (f->minor >= 0)
+		CHECK(r.http_minor == f->minor, "minor %u", r.http_minor);
+	if (complete(k))
+		CHECK(r.head_len && r.head_len <= len - off && r.req_len <= len - off,
+		      "lengths %u/%u in %u", r.head_len, r.req_len, len - off);
+}
+
+static void test_fixtures(void)
+{
+	char name[160];
+	size_t i;
+
+	for (i = 0; i < N(http_fx); i++) {
+		snprintf(name, sizeof(name), "http fixture: %s", http_fx[i].desc);
+		h_begin(name);
+		check_one(&http_fx[i], 0, 0);
+		check_one(&http_fx[i], 300, 0xa5);
+		check_one(&http_fx[i], 3, '\n');
+		h_end();
+	}
+}
+
+/* A complete request cut anywhere is INCOMPLETE; once the method is
+ * whole it is reported. */
+static void test_split(void)
+{
+	char name[160];
+	size_t i, cut;
+
+	for (i = 0; i < N(http_fx); i++) {
+		struct xps_http_req full, r;
+		__u32 total;
+
+		h_load(buf, 0, http_fx[i].req, http_fx[i].req_n, 0);
+		if (!complete(xps_http_parse(buf, http_fx[i].req_n, 0, &full)))
+			continue;
+		total = full.req_len ? full.req_len : full.head_len;
+		snprintf(name, sizeof(name), "http split: %s", http_fx[i].desc);
+		h_begin(name);
+		for (cut = 0; cut < total; cut++) {
+			int k;
+
+			h_load(buf, 0, http_fx[i].req, cut, 0x5a);
+			k = xps_http_parse(buf, cut, 0, &r);
+			CHECK(k == XPS_REQ_INCOMPLETE, "prefix %zu of %u: kind %d", cut, total, k);
+			if (r.method_span.len)
+				CHECK(!memcmp(r.method, full.method, sizeof(r.method)),
+				      "prefix %zu: method differs", cut);
+		}
+		h_end();
+	}
+}
+
+static void test_pipeline(void)
+{
+	static const char two[] =
+		"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+		"GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+		"\r\nDELETE /c HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct xps_http_req r;
+	__u32 off = 0, len = sizeof(two) - 1;
+	static const char *want[] = { "POST", "GET", "DELETE" };
+	int i;
+
+	h_begin("http pipeline: three requests, body and leading CRLF");
+	h_load(buf, 0, two, len, 0);
+	for (i = 0; i < 3; i++) {
+		CHECK(xps_http_parse(buf, len, off, &r) == XPS_REQ_SERVE, "request %d kind %u", i, r.kind);
+		CHECK(!strcmp((const char *)r.method, want[i]), "request %d method %s", i, r.method);
+		off += r.req_len;
+	}
+	CHECK(off == len, "walked %u of %u", off, len);
+	h_end();
+}
+
+static void test_date(void)
+{
+	__u8 d[XPS_HTTP_DATE_LEN];
+	char want[64];
+	unsigned seed = 3;
+	time_t t;
+	int i;
+
+	h_begin("http date: IMF-fixdate matches strftime for 100000 instants");
+	for (i = 0; i < 100000; i++) {
+		struct tm tm;
+
+		seed = seed * 1103515245 + 12345;
+		t = (time_t)(seed % 4102444800u);	/* 1970..2100 */
+		if (i < 3)
+			t = (time_t[]){ 0, 951782400, 1795376429 }[i];
+		gmtime_r(&t, &tm);
+		strftime(want, sizeof(want), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		xps_http_fmt_date(d, (__u64)t);
+		CHECK(!memcmp(d, want, XPS_HTTP_DATE_LEN), "%ld: %.29s want %s", (long)t, d, want);
+	}
+	h_end();
+}
+
+static void test_encoder(void)
+{
+	static __u8 out[XPS_SCRATCH];
+	const __u8 *date405 = (const __u8 *)"Sat, 21 Nov 2026 19:40:29 GMT";
+	const __u8 *date403 = (const __u8 *)"Sat, 21 Nov 2026 19:40:30 GMT";
+	__u32 n, hl;
+
+	h_begin("http encode: byte-identical to nginx 1.22.1's 405 and 403");
+	n = xps_http_encode_error(out, 405, (const __u8 *)"nginx/1.22.1", 12, date405, 1, 0);
+	CHECK(n == sizeof(http_405_ref) - 1 && !memcmp(out, http_405_ref, n),
+	      "405: %u bytes:\n%.*s", n, (int)n, out);
+	n = xps_http_encode_error(out, 403, (const __u8 *)"nginx", 5, date403, 1, 0);
+	CHECK(n == sizeof(http_403_ref) - 1 && !memcmp(out, http_403_ref, n),
+	      "403: %u bytes:\n%.*s", n, (int)n, out);
+	hl = (__u32)(strstr(http_405_ref, "\r\n\r\n") - http_405_ref) + 4;
+	n = xps_http_encode_error(out, 405, (const __u8 *)"nginx/1.22.1", 12, date405, 1, 1);
+	CHECK(n == hl && !memcmp(out, http_405_ref, n), "HEAD: %u bytes", n);
+	n = xps_http_encode_error(out, 405, (const __u8 *)"nginx/1.22.1", 12, date405, 0, 1);
+	CHECK(n == hl - 5 && strstr((char *)out, "Connection: close\r\n\r\n"), "close");
+	CHECK(!xps_http_encode_error(out, 418, (const __u8 *)"nginx", 5, date405, 1, 0), "unknown status");
+	h_end();
+}
+
+static void test_hostile(void)
+{
+	static __u8 a[XPS_SCRATCH], b[XPS_SCRATCH];
+	struct xps_http_req ra, rb;
+	unsigned seed = 11;
+	int it;
+
+	h_begin("http hostile: random and mutated requests");
+	for (it = 0; it < 20000; it++) {
+		const struct hfx *f = &http_fx[it % N(http_fx)];
+		__u32 len = f->req_n, i;
+
+		memset(a, 0, sizeof(a));
+		memcpy(a, f->req, len);
+		for (i = 0; i < 3; i++) {
+			seed = seed * 1103515245 + 12345;
+			if (len)
+				a[(seed >> 8) % len] = (__u8)(seed >> 20);
+		}
+		memcpy(b, a, len);
+		memset(b + len, '\n', XPS_SCRATCH - len);
+		xps_http_parse(a, len, 0, &ra);
+		xps_http_parse(b, len, 0, &rb);
+		CHECK(!memcmp(&ra, &rb, sizeof(ra)), "iteration %d depends on bytes past len", it);
+		if (complete(ra.kind))
+			CHECK(ra.head_len && ra.head_len <= len && ra.req_len <= len,
+			      "iteration %d: %u/%u of %u", it, ra.head_len, ra.req_len, len);
+	}
+	h_end();
+}
+
+int main(void)
+{
+	test_fixtures();
+	test_split();
+	test_pipeline();
+	test_date();
+	test_encoder();
+	test_hostile();
+	return h_summary("test_http");
+}

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Host tests of bpf/proto/memcached.bpf.h: fixtures, splits, pipelines,
+ * key limits, hostile input, VALUE/END encoders and the UDP header. */
+#include "memcached.bpf.h"
+#include "kv_common.h"
+#include "memcached_fixtures.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static void test_key_limits(void)
+{
+	static char req[600];
+	struct xps_kv_req r;
+	int n;
+
+	h_begin("memcached key length 250 served, 251 passed");
+	n = snprintf(req, sizeof(req), "get %.*s\r\n", 250,
+		     "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk");
+	h_load(kv_buf, 0, req, n, 0);
+	CHECK(xps_mc_parse(kv_buf, n, 0, &r) == XPS_REQ_SERVE && r.keys[0].len == 250, "250");
+	n = snprintf(req, sizeof(req), "get %.*s\r\n", 251,
+		     "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk");
+	h_load(kv_buf, 0, req, n, 0);
+	CHECK(xps_mc_parse(kv_buf, n, 0, &r) == XPS_REQ_HARMLESS && (r.flags & XPS_F_BADKEY), "251");
+	n = snprintf(req, sizeof(req), "set %.*s 0 0 1\r\nx\r\n", 251,
+		     "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk");
+	h_load(kv_buf, 0, req, n, 0);
+	/* CLIENT_ERROR and no data block: "x" is the next command. */
+	CHECK(xps_mc_parse(kv_buf, n, 0, &r) == XPS_REQ_HARMLESS && r.req_len == (__u32)n - 3, "set 251");
+	h_end();
+}
+
+static void test_encoders(void)
+{
+	static __u8 kbuf[XPS_SCRATCH], val[XPS_SCRATCH], out[XPS_SCRATCH];
+	struct xps_span key = { 10, 1 };
+	__u32 at;
+	__u16 id = 0;
+
+	h_begin("memcached encode: VALUE/END as memcached 1.6.18 prints them");
+	kbuf[10] = 'k';
+	memcpy(val, "abc", 3);
+	at = xps_mc_encode_value(out, 0, kbuf, key, 5, val, 3, 0, 0);
+	at = xps_mc_encode_end(out, at);
+	CHECK(at == 23 && !memcmp(out, "VALUE k 5 3\r\nabc\r\nEND\r\n", 23), "get reply");
+	at = xps_mc_encode_value(out, 0, kbuf, key, 5, val, 3, 2, 1);
+	at = xps_mc_encode_end(out, at);
+	CHECK(at == 25 && !memcmp(out, "VALUE k 5 3 2\r\nabc\r\nEND\r\n", 25), "gets reply");
+	at = xps_mc_encode_value(out, 0, kbuf, key, 4294967295u, val, 0, 18446744073709551615ull, 1);
+	CHECK(at && !memcmp(out, "VALUE k 4294967295 0 18446744073709551615\r\n\r\n", at), "max numbers");
+	CHECK(!xps_mc_encode_value(out, XPS_SCRATCH - 20, kbuf, key, 0, val, 3, 0, 0), "overflow accepted");
+
+	/* UDP: memcached answers with the request id, seq 0, count 1. */
+	memcpy(kv_buf, "\x12\x34\x00\x05\x00\x01\x00\x03get f\r\n", 15);
+	CHECK(xps_mc_udp_parse(kv_buf, 15, &id) == 0 && id == 0x1234, "udp parse");
+	memcpy(kv_buf, "\x00\x07\x00\x00\x00\x02\x00\x00", 8);
+	CHECK(xps_mc_udp_parse(kv_buf, 8, &id) == -1, "multi-datagram request accepted");
+	CHECK(xps_mc_udp_parse(kv_buf, 7, &id) == -1, "short datagram accepted");
+	xps_mc_udp_encode(out, 0x1234, 0, 1);
+	CHECK(!memcmp(out, "\x12\x34\x00\x00\x00\x01\x00\x00", 8), "udp encode");
+	h_end();
+}
+
+static void test_hostile(void)
+{
+	static __u8 a[XPS_SCRATCH], b[XPS_SCRATCH];
+	struct xps_kv_req ra, rb;
+	unsigned seed = 7;
+	int it;
+
+	h_begin("memcached hostile: random and mutated requests");
+	for (it = 0; it < 20000; it++) {
+		const struct fx *f = &mc_fx[it % N(mc_fx)];
+		__u32 len = f->req_n, i;
+
+		memset(a, 0, sizeof(a));
+		memcpy(a, f->req, len);
+		for (i = 0; i < 3; i++) {
+			seed = seed * 1103515245 + 12345;
+			if (len)
+				a[(seed >> 8) % len] = (__u8)(seed >> 20);
+		}
+		if (it % 7 == 0) {
+			for (i = 0; i < 64; i++) {
+				seed = seed * 1103515245 + 12345;
+				a[i] = "getsetcas 0123456789-\r\n\t"[(seed >> 16) % 24];
+			}
+			len = 64;
+		}
+		memcpy(b, a, len);
+		memset(b + len, 0x0a, XPS_SCRATCH - len);
+		xps_mc_parse(a, len, 0, &ra);
+		xps_mc_parse(b, len, 0, &rb);
+		CHECK(!memcmp(&ra, &rb, sizeof(ra)), "iteration %d depends on bytes past len", it);
+		if (kv_complete(ra.kind))
+			CHECK(ra.req_len && ra.req_len <= len, "iteration %d: req_len %u of %u", it, ra.req_len, len);
+		CHECK(ra.nkeys <= XPS_MAX_KEYS, "nkeys %u", ra.nkeys);
+	}
+	h_end();
+}
+
+int main(void)
+{
+	kv_run_table("memcached", xps_mc_parse, mc_fx, N(mc_fx));
+	kv_run_split("memcached", xps_mc_parse, mc_fx, N(mc_fx));
+	kv_run_pipeline("memcached", xps_mc_parse, mc_fx, N(mc_fx));
+	test_key_limits();
+	test_encoders();
+	test_hostile();
+	return h_summary("test_memcached");
+}
