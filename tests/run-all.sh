@@ -40,8 +40,7 @@ for s in "${suites[@]}"; do
 	unit)
 		run "unit: protocol parsers and encoders (host)" make -s -C tests/unit test ;;
 	verifier)
-		run "verifier: parsers accepted by this kernel" \
-			bash -c 'need_root() { [ "$(id -u)" -eq 0 ] || { echo "needs root" >&2; exit 1; }; }; need_root; tests/verifier/check.sh' ;;
+		run "verifier: parsers accepted by this kernel" tests/verifier/gate.sh ;;
 	api)
 		run "api: libxps (paper Table 3.2), stock backend" \
 			bash -c "$(declare -f need_root); need_root api && XPS_BACKEND=stock $OUT/tests/api_test $OUT/bpf" ;;

@@ -245,7 +245,8 @@ XPS_INLINE int xps_http_parse(const __u8 *buf, __u32 len, __u32 off,
 			}
 			in_name = f & 1;
 			cr = xps_eq(c, '\r');
-			c2 = XPS_AT(buf, q + 1);
+			c2 = XPS_AT(buf, q + 1) &
+			     (0 - (xps_ge(q + 1, len) ^ 1));
 			v = 0;
 			/* nginx wants LF right after a CR, and no NUL. */
 			v |= cr & (xps_eq(c2, '\n') ^ 1);
@@ -382,6 +383,9 @@ XPS_INLINE int xps_http_parse(const __u8 *buf, __u32 len, __u32 off,
 	return req->kind;
 
 more:
+	/* A method is reported only once it is whole. */
+	if (!req->method_span.len)
+		__builtin_memset(req->method, 0, sizeof(req->method));
 	req->kind = XPS_REQ_INCOMPLETE;
 	return req->kind;
 bad:

@@ -269,8 +269,8 @@ XPS_INLINE int xps_mc_parse(const __u8 *buf, __u32 len, __u32 off,
 				nl = p + 1;	/* + 1: 0 means not found */
 			break;
 		}
-		/* Beyond len only when the line is incomplete anyway. */
-		c2 = XPS_AT(buf, p + 1);
+		/* The byte after, or 0 past len (the buffer holds junk). */
+		c2 = XPS_AT(buf, p + 1) & (0 - (xps_ge(p + 1, len) ^ 1));
 		sep = xps_eq(c, ' ') |
 		      (xps_eq(c, '\r') & xps_eq(c2, '\n') & (i ? 1 : 0));
 		start = (in_tok ^ 1) & (sep ^ 1);
