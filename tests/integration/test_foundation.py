@@ -497,6 +497,8 @@ def test_blocking_reader_loses_nothing():
                 spurious.append("EAGAIN")
                 continue
             if not d:
+                if done.is_set():
+                    break       # the client's own FIN at the end
                 spurious.append("EOF")
                 if done.wait(0.01):
                     break
@@ -520,7 +522,7 @@ def test_blocking_reader_loses_nothing():
             service += 1
     c.sendall(b"Pfinally")
     eq(recv_exact(c, 10), b"S:Pfinally", "passed bytes reach the blocking reader")
-    done.set()
+    done.set()          # before the FIN, so the reader does not count it
     c.close()
     t.join(5)
     s = stats(name)
@@ -541,11 +543,13 @@ def test_blocking_reader_loses_nothing():
 @test
 def test_bytes_before_accept():
     """Requests that arrive before the service accept()s the connection are
-    answered exactly once (by the service on the stock backend), and the
-    connection is served from the kernel afterwards."""
+    answered exactly once (by the service: neither backend consumes bytes of
+    a socket nobody has accepted), and the connection is served from the
+    kernel afterwards."""
     srv = Listener(P + 20)
     try:
         name = attach("verdict", P + 20)
+        kernel = service = 0
         for k in range(30):
             c = tcp_client(P + 20)
             c.sendall(b"Tfirst")         # before accept, usually
@@ -554,14 +558,18 @@ def test_bytes_before_accept():
                 raise AssertionError("first reply %r" % d)
             if d == b"S:Tfir":
                 eq(recv_exact(c, 2), b"st", "rest of the service reply")
+                service += 1
+            else:
+                kernel += 1
             wait_for(lambda: srv.accepted > k, what="accept")
             for i in range(10):
                 eq(echo_round(c, b"T%d" % i), b"T%d" % i, "kernel reply after accept")
             c.close()
         s = stats(name)
-        eq(s["tx"] + s["pass"], 330, "every request answered once")
-        if s["tx"] < 300:
-            raise AssertionError("requests after accept should come from the kernel: %r" % s)
+        eq(s["tx"], kernel + 300, "kernel answers = tx")
+        # stock runs the handler on pre-accept bytes (and passes them);
+        # the native hook passes them without running it
+        eq(s["pass"] <= service, True, "passes are answered by the service")
     finally:
         srv.close()
 
@@ -575,8 +583,12 @@ def test_connections_before_attach_keep_working():
         eq(recv_exact(early, 8), b"S:before", "before attach")
         attach("echo", P + 19)
         early.sendall(b"after")
-        eq(recv_exact(early, 7), b"S:after",
-           "a connection accepted before the attach stays on the socket path")
+        if xpsctl("status")["backend"] == "native":
+            # the hook sees every connection of the namespace
+            eq(recv_exact(early, 5), b"after", "native: an older connection is served too")
+        else:
+            eq(recv_exact(early, 7), b"S:after",
+               "stock: a connection accepted before the attach stays on the socket path")
         late = tcp_client(P + 19, accepted_by=srv)
         eq(echo_round(late, b"late"), b"late", "new connections are served")
     finally:
