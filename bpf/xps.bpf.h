@@ -351,13 +351,13 @@ static __always_inline void xps_note_write(struct __sk_buff *skb)
 	if (!cfg || !run)
 		return;
 	__sync_fetch_and_add(&cfg->write_epoch, 1);
-	if (xps_backend != XPS_BACKEND_SOCKMAP)
-		return;
+	if (run->proto != IPPROTO_TCP)
+		return;		/* see docs/coherence.md: UDP writes */
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
 	if (!conn)
 		return;
 	__sync_fetch_and_add(&cfg->unacked_writes, 1);
-	conn->unacked++;
+	__sync_fetch_and_add(&conn->unacked, 1);
 }
 
 /*

@@ -503,6 +503,25 @@ int xps_stream_verdict(struct __sk_buff *skb)
 }
 
 /*
+ * The service writes on a connection while nothing on it is unread: it has
+ * executed every request it was passed, so the writes among them are
+ * answered (docs/coherence.md).  Called on the way out, before the bytes
+ * reach the client; the exchange makes concurrent callers release once.
+ */
+static __always_inline void release_writes(struct xps_config *cfg,
+					   struct xps_conn *conn,
+					   struct tcp_sock___xps *tp)
+{
+	__u32 n;
+
+	if (!conn->unacked || tp->copied_seq != tp->rcv_nxt)
+		return;
+	n = __sync_lock_test_and_set(&conn->unacked, 0);
+	if (n)
+		__sync_fetch_and_sub(&cfg->unacked_writes, n);
+}
+
+/*
  * Stock TCP replies on their way out (see struct xps_stash).  A
  * redirected request is sent by the psock's backlog kworker; while the
  * connection has replies stashed, what a kernel thread sends on it is that
@@ -540,11 +559,7 @@ int xps_msg_verdict(struct sk_msg_md *msg)
 		 * The service writes with nothing unread: it has executed
 		 * every request it was passed, writes included.
 		 */
-		if (conn->unacked && tp->copied_seq == tp->rcv_nxt) {
-			__sync_fetch_and_sub(&cfg->unacked_writes,
-					     conn->unacked);
-			conn->unacked = 0;
-		}
+		release_writes(cfg, conn, tp);
 		return SK_PASS;	/* the service's own bytes */
 	}
 	if (conn->tx_tail == conn->tx_head)
@@ -663,7 +678,21 @@ int xps_tc_egress(struct __sk_buff *skb)
 	if (!cookie)
 		return TC_ACT_OK;
 	conn = bpf_map_lookup_elem(&xps_conns, &cookie);
-	if (!conn || !conn->reset_pending)
+	if (!conn)
+		return TC_ACT_OK;
+	/* the native hook has no sk_msg: writes are released here */
+	if (conn->unacked) {
+		struct xps_config *cfg = config();
+		struct bpf_sock *bsk = skb->sk;
+		struct tcp_sock___xps *tp;
+
+		if (cfg && bsk) {
+			tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(bsk);
+			if (tp)
+				release_writes(cfg, conn, tp);
+		}
+	}
+	if (!conn->reset_pending)
 		return TC_ACT_OK;
 
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {

@@ -389,6 +389,9 @@ static int attach_native(struct xps_framework_bpf *skel)
 
 	sockops_err = bpf_program__pin(skel->progs.xps_sockops, PROG_SOCKOPS);
 	if (!sockops_err)
+		sockops_err = bpf_program__pin(skel->progs.xps_tc_egress,
+					       PROG_TC_OUT);
+	if (!sockops_err)
 		sockops_err = attach_sockops(bpf_program__fd(skel->progs.xps_sockops));
 	if (sockops_err)
 		return sockops_err;
@@ -448,7 +451,8 @@ int fw_ensure(struct xps_fw *fw)
 	bpf_program__set_autoload(skel->progs.xps_stream_verdict, !native);
 	bpf_program__set_autoload(skel->progs.xps_msg_verdict, !native);
 	bpf_program__set_autoload(skel->progs.xps_tc_ingress, !native);
-	bpf_program__set_autoload(skel->progs.xps_tc_egress, !native);
+	/* native too: it releases answered writes (release_writes()) */
+	bpf_program__set_autoload(skel->progs.xps_tc_egress, true);
 	if (native) {
 		bpf_program__set_expected_attach_type(skel->progs.xps_native_tcp,
 			native_attach_type("BPF_XPS_TCP"));
@@ -583,16 +587,16 @@ static __u32 tc_needed(struct xps_fw *fw)
 	struct xps_ctx_info info;
 	__u32 slot, need = 0;
 
-	if (fw->backend_tcp == XPS_BACKEND_NATIVE)
-		return 0;
 	if (fw_flags(fw) & XPS_CFG_DRAINING)
 		need |= XPS_TCIF_INGRESS;
 	for (slot = 0; slot < XPS_MAX_SLOTS; slot++) {
 		if (bpf_map_lookup_elem(fw->ctxinfo, &slot, &info) ||
 		    !info.flags || (info.flags & XPS_SLOT_SUB))
 			continue;
+		/* native: UDP runs in the hook, TCP egress releases writes */
 		if (info.pred.proto == IPPROTO_UDP)
-			need |= XPS_TCIF_INGRESS;
+			need |= fw->backend_udp == XPS_BACKEND_TC ?
+				XPS_TCIF_INGRESS : 0;
 		else
 			need |= XPS_TCIF_EGRESS;
 	}
@@ -616,9 +620,12 @@ int fw_tc_sync(struct xps_fw *fw)
 		bpf_map_lookup_elem(fw->tcifs, &i, &tifs[i]);
 
 	if (need) {
-		in_fd = bpf_obj_get(PROG_TC_IN);
-		out_fd = bpf_obj_get(PROG_TC_OUT);
-		if (in_fd < 0 || out_fd < 0) {
+		if (need & XPS_TCIF_INGRESS)
+			in_fd = bpf_obj_get(PROG_TC_IN);
+		if (need & XPS_TCIF_EGRESS)
+			out_fd = bpf_obj_get(PROG_TC_OUT);
+		if (((need & XPS_TCIF_INGRESS) && in_fd < 0) ||
+		    ((need & XPS_TCIF_EGRESS) && out_fd < 0)) {
 			err = -errno;
 			pr_warn("framework TC programs are not pinned: %s\n",
 				strerror(errno));
