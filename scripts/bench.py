@@ -165,9 +165,12 @@ def redis_benchmark(host, port, clients, pipeline, n, size, test="get", keyspace
 RESULTS = []   # dicts: experiment, backend, variant, metric, value
 
 
+BACKEND = "stock"   # what this run measures; "native" inside the VM
+
+
 def record(exp, backend, variant, metrics):
     for k, v in metrics.items():
-        RESULTS.append({"experiment": exp, "backend": backend, "variant": variant,
+        RESULTS.append({"experiment": exp, "backend": BACKEND, "variant": variant,
                         "metric": k, "value": v})
 
 
@@ -240,7 +243,7 @@ def exp_loopback(quick):
             b0 = cpu_busy(SRV_CPU)
             res = redis_benchmark("127.0.0.1", 17701, 50, 1, n, 3)["GET"]
             res["cpu_us_per_req"] = (cpu_busy(SRV_CPU) - b0) * 1e6 / HZ / n
-            record(exp, "stock", "xps", res)
+            record(exp, BACKEND, "xps", res)
             say("  %-34s %-8s %10.0f req/s  p50 %.3f ms  p99 %.3f ms"
                 % (exp, "xps", res["throughput"], res["p50_ms"], res["p99_ms"]))
         finally:
@@ -295,7 +298,7 @@ def exp_control_plane(quick):
         mean = float(mean)
         say("  control plane %-28s %12.2f us (paper: %s)" % (op, mean,
             "%.1f us" % paper[op] if op in paper else "-"))
-        RESULTS.append({"experiment": "control_" + op, "backend": "stock", "variant": "xps",
+        RESULTS.append({"experiment": "control_" + op, "backend": BACKEND, "variant": "xps",
                         "metric": "mean_us", "value": mean})
         if op in paper:
             RESULTS.append({"experiment": "control_" + op, "backend": "paper", "variant": "baseline",
@@ -303,9 +306,35 @@ def exp_control_plane(quick):
 
 
 def not_implemented():
-    NOT_RUN.append(("nginx_post_*", "the HTTP method filter handler is not implemented yet (issue 4)"))
+    NOT_RUN.append(("nginx_post_*", "the HTTP method filter handler does not load yet (issue 4)"))
     NOT_RUN.append(("memcached_*", "the Memcached handler is not implemented yet (issue 4)"))
-    NOT_RUN.append(("native backend", "the patched kernel (issue 3) is not complete: native figures not measured"))
+
+
+def run_native(quick, outdir):
+    # The same experiments on the patched kernel in QEMU.  Software
+    # emulation: the ratios are indicative, the absolute numbers are not.
+    if not os.path.exists(os.path.join(ROOT, "kernel-patches", "series")):
+        NOT_RUN.append(("native backend", "no kernel patch series in this tree"))
+        return
+    ndir = os.path.join(outdir, "native")
+    os.makedirs(ndir, exist_ok=True)
+    say("== native backend: booting the patched kernel (software emulation)")
+    inner = "python3 scripts/bench.py --inner-native --out " + ndir + (" --quick" if quick else "")
+    cmd = [os.path.join(ROOT, "scripts", "vm-run.sh"), "--timeout", "3000", "--rw", ndir, "--", inner]
+    p = subprocess.run(cmd, text=True, capture_output=True, timeout=3600)
+    for line in p.stdout.splitlines():
+        if line.startswith("[") or line.startswith("  "):
+            say("  vm: " + line.strip())
+    raw = os.path.join(ndir, "raw.csv")
+    if p.returncode or not os.path.exists(raw):
+        NOT_RUN.append(("native backend", "the VM run failed (status %d): %s"
+                        % (p.returncode, (p.stderr or p.stdout)[-300:])))
+        return
+    with open(raw) as f:
+        for r in csv.DictReader(f):
+            r["backend"] = "native-emulated"
+            r["value"] = float(r["value"])
+            RESULTS.append(r)
 
 
 # ---- output ---------------------------------------------------------------------
@@ -398,7 +427,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="a smoke run of a few minutes")
     ap.add_argument("--out", default=None, help="results directory")
+    ap.add_argument("--no-native", action="store_true", help="skip the VM (native) run")
+    ap.add_argument("--inner-native", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    global BACKEND
+    if a.inner_native:
+        BACKEND = "native"
     if os.geteuid():
         sys.exit("benchmarks need root")
     out = a.out or os.path.join(ROOT, "bench", "results",
@@ -413,10 +447,21 @@ def main():
                          ("control plane", exp_control_plane)):
             say("== " + name)
             fn(a.quick)
-        not_implemented()
     finally:
         sh([XPSCTL, "reset"], check=False)
         topo_down()
+    if a.inner_native:
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "raw.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["experiment", "backend", "variant", "metric", "value"])
+            w.writeheader()
+            w.writerows(RESULTS)
+        return
+    not_implemented()
+    if a.no_native:
+        NOT_RUN.append(("native backend", "skipped (--no-native)"))
+    else:
+        run_native(a.quick, out)
     summarize(out)
     latest = os.path.join(ROOT, "bench", "results", "latest")
     if os.path.islink(latest) or os.path.exists(latest):
