@@ -3,10 +3,17 @@
 #
 # A small cache service runs on a TCP port; the same load runs twice, first
 # with the service answering everything, then with the kv handler answering
-# from its data map in the kernel.  xpsctl shows what happened.
+# from its data map in the kernel.  xpsctl shows what happened.  It runs on
+# this machine's kernel (stock backend), then on the patched kernel in QEMU
+# (native backend), building that kernel first if it is not cached.
+#
+#   scripts/demo.sh            both
+#   scripts/demo.sh --here     only on this kernel (what the VM runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 X=.output/xpsctl
+HERE=0
+[ "${1:-}" = "--here" ] && HERE=1
 PORT=${DEMO_PORT:-17900}
 N=${DEMO_REQUESTS:-20000}
 
@@ -62,3 +69,17 @@ echo "  ($xps_served + $tx = $((xps_served + tx)): every request answered once)"
 step "xpsctl handler detach demo"
 $X handler detach demo
 $X status
+
+if [ $HERE -eq 0 ]; then
+	cleanup
+	trap - EXIT
+	if [ ! -s kernel-patches/series ]; then
+		echo "(no kernel patch series in this tree: the native demo is skipped)"
+		exit 0
+	fi
+	step "the same on the patched kernel (native backend), in QEMU"
+	echo "  building or reusing the kernel (scripts/build-kernel.sh)..."
+	scripts/build-kernel.sh >/dev/null
+	echo "  booting it (software emulation: slow, and its numbers are not comparable)"
+	DEMO_REQUESTS=${DEMO_VM_REQUESTS:-4000} scripts/vm-run.sh --timeout 900 --env DEMO_REQUESTS -- scripts/demo.sh --here
+fi
