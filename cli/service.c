@@ -3,6 +3,7 @@
  * xpsctl service: one command per accelerated server.
  *
  *   xpsctl service redis --port N [--name NAME] [--redis HOST:PORT]
+ *   xpsctl service memcached --port N [--udp] [--name NAME]
  *   xpsctl service http --port N [--block METHOD=STATUS]... [--name NAME]
  *   xpsctl service stop NAME
  *   xpsctl service list
@@ -164,6 +165,7 @@ static pid_t spawn_daemon(const char *name, char *const argv[])
 
 struct svc_opts {
 	__u32 port;
+	bool udp;
 	const char *name;
 	const char *redis;
 	const char *blocks[16];
@@ -183,6 +185,10 @@ static int parse_svc(int argc, char **argv, struct svc_opts *o, bool http)
 		} else if (!strcmp(argv[0], "--name") || !strcmp(argv[0], "name")) {
 			if (next_arg(&argc, &argv, "--name", &o->name))
 				return -1;
+		} else if (!http && !strcmp(argv[0], "--udp")) {
+			o->udp = true;
+			argc--;
+			argv++;
 		} else if (!http && !strcmp(argv[0], "--redis")) {
 			if (next_arg(&argc, &argv, "--redis", &o->redis))
 				return -1;
@@ -206,10 +212,10 @@ static int parse_svc(int argc, char **argv, struct svc_opts *o, bool http)
 	return 0;
 }
 
-static struct xps_context *attach_tcp(const char *objname, __u32 port,
-				      const char *name)
+static struct xps_context *attach_proto(const char *objname, __u8 proto,
+					__u32 port, const char *name)
 {
-	struct xps_predicate p = { .proto = IPPROTO_TCP, .lport = port };
+	struct xps_predicate p = { .proto = proto, .lport = port };
 	XPS_CTX_OPTS(opts, name);
 	struct xps_context *ctx;
 	char obj[PATH_MAX];
@@ -255,7 +261,7 @@ static int do_redis(int argc, char **argv)
 		snprintf(redis, sizeof(redis), "127.0.0.1:%u", o.port);
 	if (find_daemon("xps-redisd", daemon, sizeof(daemon)))
 		return 1;
-	ctx = attach_tcp("redis", o.port, name);
+	ctx = attach_proto("redis", IPPROTO_TCP, o.port, name);
 	if (!ctx)
 		return 1;
 	{
@@ -271,6 +277,62 @@ static int do_redis(int argc, char **argv)
 	}
 	xps_context__close(ctx);
 	print_service(name, "redis", o.port, pid);
+	return 0;
+}
+
+/*
+ * memcached over TCP, and with --udp over UDP too (one context each: the
+ * UDP one is NAME-udp and shares nothing with the TCP one, so its filler
+ * is a second daemon).
+ */
+static int do_memcached(int argc, char **argv)
+{
+	char daemon[PATH_MAX], name[XPS_NAME_LEN], uname[XPS_NAME_LEN];
+	struct xps_context *ctx, *uctx = NULL;
+	struct svc_opts o;
+	pid_t pid, upid = 0;
+
+	if (parse_svc(argc, argv, &o, false))
+		return 1;
+	snprintf(name, sizeof(name), "%s", o.name ? o.name : "memcached");
+	snprintf(uname, sizeof(uname), "%.27s-udp", name);
+	if (find_daemon("xps-memcachedd", daemon, sizeof(daemon)))
+		return 1;
+	ctx = attach_proto("memcached", IPPROTO_TCP, o.port, name);
+	if (!ctx)
+		return 1;
+	if (o.udp) {
+		uctx = attach_proto("memcached", IPPROTO_UDP, o.port, uname);
+		if (!uctx) {
+			xps_delete_context(ctx);
+			return 1;
+		}
+	}
+	{
+		char *const args[] = { daemon, "--context", name, NULL };
+
+		pid = spawn_daemon(name, args);
+	}
+	if (pid > 0 && uctx) {
+		char *const args[] = { daemon, "--context", uname, NULL };
+
+		upid = spawn_daemon(uname, args);
+	}
+	if (pid <= 0 || (uctx && upid <= 0)) {
+		p_err("cannot start xps-memcachedd");
+		xps_delete_context(ctx);
+		if (uctx)
+			xps_delete_context(uctx);
+		return 1;
+	}
+	xps_context__close(ctx);
+	out_begin_array(NULL);
+	print_service(name, "memcached", o.port, pid);
+	if (uctx) {
+		xps_context__close(uctx);
+		print_service(uname, "memcached-udp", o.port, upid);
+	}
+	out_end_array();
 	return 0;
 }
 
@@ -308,7 +370,7 @@ static int do_http(int argc, char **argv)
 	for (i = 0; i < o.nblocks; i++)
 		if (parse_block(o.blocks[i], method, sizeof(method), &status))
 			return 1;
-	ctx = attach_tcp("http_filter", o.port, name);
+	ctx = attach_proto("http_filter", IPPROTO_TCP, o.port, name);
 	if (!ctx)
 		return 1;
 	if (xps_data_sizes(ctx, &ks, &vs) || ks < sizeof(method) || vs < 4) {
@@ -333,18 +395,15 @@ static int do_http(int argc, char **argv)
 	return 0;
 }
 
-static int do_stop(int argc, char **argv)
+/* Stop one service's daemon and remove its context. */
+static int stop_one(const char *name)
 {
 	struct xps_context *ctx;
 	char path[PATH_MAX];
 	pid_t pid;
 	int i;
 
-	if (argc != 1) {
-		p_err("usage: xpsctl service stop NAME");
-		return 1;
-	}
-	pid = read_pid(argv[0]);
+	pid = read_pid(name);
 	if (pid > 0) {
 		kill(pid, SIGTERM);
 		for (i = 0; i < 50 && !kill(pid, 0); i++)
@@ -352,13 +411,35 @@ static int do_stop(int argc, char **argv)
 		if (!kill(pid, 0))
 			kill(pid, SIGKILL);
 	}
-	run_path(path, sizeof(path), argv[0], "pid");
+	run_path(path, sizeof(path), name, "pid");
 	unlink(path);
-	ctx = open_ctx(argv[0]);
+	ctx = open_ctx(name);
 	if (!ctx)
 		return 1;
 	if (xps_delete_context(ctx))
 		return lib_err("service stop", -errno);
+	return 0;
+}
+
+static int do_stop(int argc, char **argv)
+{
+	char uname[XPS_NAME_LEN];
+	struct xps_context *u;
+
+	if (argc != 1) {
+		p_err("usage: xpsctl service stop NAME");
+		return 1;
+	}
+	if (stop_one(argv[0]))
+		return 1;
+	/* memcached --udp made a companion context */
+	snprintf(uname, sizeof(uname), "%.27s-udp", argv[0]);
+	u = xps_context__open(uname);
+	if (u) {
+		xps_context__close(u);
+		if (stop_one(uname))
+			return 1;
+	}
 	out_begin_object(NULL);
 	out_str("stopped", argv[0]);
 	out_end_object();
@@ -404,6 +485,7 @@ static int do_help(int argc, char **argv)
 	(void)argv;
 	fprintf(stderr,
 "Usage: xpsctl service redis --port N [--name NAME] [--redis HOST:PORT]\n"
+"       xpsctl service memcached --port N [--udp] [--name NAME]\n"
 "       xpsctl service http --port N [--block METHOD=STATUS]... [--name NAME]\n"
 "       xpsctl service stop NAME\n"
 "       xpsctl service list\n");
@@ -414,6 +496,7 @@ int do_service(int argc, char **argv)
 {
 	static const struct cmd cmds[] = {
 		{ "redis", do_redis },
+		{ "memcached", do_memcached },
 		{ "http", do_http },
 		{ "stop", do_stop },
 		{ "list", do_list },

@@ -216,6 +216,7 @@ static void usage(FILE *f)
 "  xpsctl data get|del NAME KEY\n"
 "  xpsctl data dump NAME\n"
 "  xpsctl service redis --port N [--name NAME] [--redis HOST:PORT]\n"
+"  xpsctl service memcached --port N [--udp] [--name NAME]\n"
 "  xpsctl service http --port N [--block METHOD=STATUS]... [--name NAME]\n"
 "  xpsctl service stop NAME\n"
 "  xpsctl service list\n"

@@ -31,7 +31,10 @@
 #include <bpf/bpf.h>
 
 #include "libxps.h"
+#include "filler.h"
 #include "../bpf/redis.h"
+
+#define logmsg(...) flog("xps-redisd: " __VA_ARGS__)
 
 static volatile sig_atomic_t stop;
 static int verbose;
@@ -40,20 +43,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
-}
-
-static void logmsg(const char *fmt, ...)
-{
-	char ts[32];
-	time_t t = time(NULL);
-	va_list ap;
-
-	strftime(ts, sizeof(ts), "%F %T", localtime(&t));
-	fprintf(stderr, "%s xps-redisd: ", ts);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
 }
 
 /* ---- a minimal RESP client ------------------------------------------- */
@@ -234,12 +223,9 @@ static int config_get(struct conn *c, const char *name, char *out, size_t sz)
 /* ---- serving decision ------------------------------------------------ */
 
 struct ctx {
+	struct filler f;
 	struct conn redis;
-	int data_fd, misses_fd, state_fd, config_fd;
-	__u16 port;
-	long long self_id;	/* CLIENT ID of this daemon's connection */
 	char why[400];		/* why the handler may not serve, or "" */
-	__u64 fills, rejected, skipped;
 };
 
 static int set_no_serve(struct ctx *x, bool on)
@@ -247,13 +233,13 @@ static int set_no_serve(struct ctx *x, bool on)
 	struct redis_state st;
 	__u32 zero = 0;
 
-	if (bpf_map_lookup_elem(x->state_fd, &zero, &st))
+	if (bpf_map_lookup_elem(x->f.state_fd, &zero, &st))
 		return -1;
 	if (on)
 		st.flags |= REDIS_NO_SERVE;
 	else
 		st.flags &= ~REDIS_NO_SERVE;
-	return bpf_map_update_elem(x->state_fd, &zero, &st, BPF_ANY);
+	return bpf_map_update_elem(x->f.state_fd, &zero, &st, BPF_ANY);
 }
 
 /*
@@ -262,10 +248,10 @@ static int set_no_serve(struct ctx *x, bool on)
  */
 static int check_server(struct ctx *x)
 {
-	const char *role[] = { "ROLE" }, *list[] = { "CLIENT", "LIST" };
-	char v[256], line[4096], t, *p, *body = NULL;
+	const char *role[] = { "ROLE" };
+	char v[256], line[4096], t;
 	long long n;
-	int old = 0;
+	int old;
 
 	x->why[0] = '\0';
 	if (config_get(&x->redis, "requirepass", v, sizeof(v)))
@@ -313,47 +299,18 @@ static int check_server(struct ctx *x)
 			 "Redis is a %s: replicated writes bypass XPS", v);
 		return 0;
 	}
-	/* clients connected before the context bypass the handler */
-	if (send_cmd(&x->redis, 2, list, NULL) ||
-	    read_reply(&x->redis, &t, &n, NULL, 0, line, sizeof(line)) ||
-	    t != '$' || n < 0)
+	/* connections XPS does not see (older than the context) */
+	old = filler_unseen_connections(&x->f);
+	if (old < 0)
 		return -1;
-	body = malloc(n + 1);
-	if (!body || read_bytes(&x->redis, body, n) ||
-	    read_bytes(&x->redis, NULL, 2)) {
-		free(body);
-		return -1;
-	}
-	body[n] = '\0';
-	/*
-	 * Redis numbers connections in order and this daemon connected after
-	 * the context existed: a client with a smaller id may predate it.
-	 */
-	for (p = strtok(body, "\n"); p; p = strtok(NULL, "\n")) {
-		long long id = strncmp(p, "id=", 3) ? 0 : strtoll(p + 3, NULL, 10);
-
-		if (id == x->self_id)
-			continue;
-		if (id < x->self_id)
-			old++;
-	}
-	free(body);
-	if (old) {
+	if (old)
 		snprintf(x->why, sizeof(x->why),
-			 "%d client(s) connected before the context: their writes bypass XPS",
+			 "%d connection(s) made before the context: their writes bypass XPS",
 			 old);
-	}
 	return 0;
 }
 
 /* ---- fills ------------------------------------------------------------ */
-
-static int read_config(struct ctx *x, struct xps_config *cfg)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(x->config_fd, &zero, cfg);
-}
 
 /*
  * Fetch @k and insert it if the coherence protocol allows.  Returns 1 when
@@ -365,17 +322,17 @@ static int fill_one(struct ctx *x, const struct redis_key *k)
 	size_t lens[2] = { 0, k->len };
 	struct redis_value val = {};
 	struct redis_state st;
-	struct xps_config cfg;
 	char line[256], t;
 	long long n, ttl;
 	__u64 epoch;
 	__u32 zero = 0;
+	int r;
 
-	if (read_config(x, &cfg) || bpf_map_lookup_elem(x->state_fd, &zero, &st))
+	if (bpf_map_lookup_elem(x->f.state_fd, &zero, &st))
 		return -1;
-	if (cfg.unacked_writes)
-		return 1;
-	epoch = cfg.write_epoch;
+	r = filler_begin(&x->f, &epoch);
+	if (r)
+		return r;
 
 	argv[0] = "PTTL";
 	lens[0] = 4;
@@ -395,41 +352,16 @@ static int fill_one(struct ctx *x, const struct redis_key *k)
 	 * its death, and GET on other types is Redis's to answer.
 	 */
 	if (t != '$' || n < 0 || ttl != -1) {
-		x->skipped++;
+		x->f.skipped++;
 		return 0;
 	}
 	val.len = n;
 	val.cgen = st.cgen;
-	if (bpf_map_update_elem(x->data_fd, k, &val, BPF_ANY))
+	if (filler_commit(&x->f, k, &val, epoch))
 		return -1;
-	if (read_config(x, &cfg))
-		return -1;
-	if (cfg.write_epoch != epoch) {
-		/* a write may have raced the GET: take the value back */
-		bpf_map_delete_elem(x->data_fd, k);
-		x->rejected++;
-		return 0;
-	}
-	x->fills++;
 	if (verbose > 1)
 		logmsg("filled %.*s (%u bytes)", (int)k->len, k->k, val.len);
 	return 0;
-}
-
-static int open_pin(const char *ctxname, const char *what)
-{
-	char path[256];
-	int fd;
-
-	if (!strcmp(what, "xps_config"))
-		snprintf(path, sizeof(path), XPS_PIN_ROOT "/xps_config");
-	else
-		snprintf(path, sizeof(path), XPS_PIN_ROOT "/ctx/%s/%s", ctxname, what);
-	fd = bpf_obj_get(path);
-	if (fd < 0)
-		logmsg("cannot open %s: %s (is '%s' a Redis context?)", path,
-		       strerror(errno), ctxname);
-	return fd;
 }
 
 static void usage(FILE *f)
@@ -452,8 +384,6 @@ int main(int argc, char **argv)
 	};
 	char host[256] = "127.0.0.1", port[16] = "", last_why[400] = "-";
 	const char *name = NULL;
-	struct xps_context *xc;
-	struct xps_ctx_info info;
 	struct ctx x = {};
 	struct redis_key k;
 	struct timespec idle = { 0, 200000 }, last_check = { 0, 0 }, now;
@@ -490,35 +420,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	xc = xps_context__open(name);
-	if (!xc || xps_context__info(xc, &info)) {
-		logmsg("no context '%s'", name);
-		xps_context__close(xc);
+	if (filler_open(&x.f, name))
 		return 1;
-	}
-	xps_context__close(xc);
-	x.port = info.pred.lport;
 	if (!port[0])
-		snprintf(port, sizeof(port), "%u", x.port);
-	x.data_fd = open_pin(name, "data");
-	x.misses_fd = open_pin(name, "misses");
-	x.state_fd = open_pin(name, "state");
-	x.config_fd = open_pin(name, "xps_config");
-	if (x.data_fd < 0 || x.misses_fd < 0 || x.state_fd < 0 || x.config_fd < 0)
-		return 1;
+		snprintf(port, sizeof(port), "%u", x.f.port);
 	if (resp_connect(&x.redis, host, port))
 		return 1;
-	{
-		const char *cid[] = { "CLIENT", "ID" };
-		char line[64], t;
-
-		if (send_cmd(&x.redis, 2, cid, NULL) ||
-		    read_reply(&x.redis, &t, &x.self_id, NULL, 0, line,
-			       sizeof(line)) || t != ':') {
-			logmsg("Redis did not answer CLIENT ID");
-			return 1;
-		}
-	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
@@ -544,11 +451,11 @@ int main(int argc, char **argv)
 			}
 			if (verbose)
 				logmsg("fills %llu, rejected %llu, not cacheable %llu",
-				       (unsigned long long)x.fills,
-				       (unsigned long long)x.rejected,
-				       (unsigned long long)x.skipped);
+				       (unsigned long long)x.f.fills,
+				       (unsigned long long)x.f.rejected,
+				       (unsigned long long)x.f.skipped);
 		}
-		if (bpf_map_lookup_and_delete_elem(x.misses_fd, NULL, &k)) {
+		if (bpf_map_lookup_and_delete_elem(x.f.misses_fd, NULL, &k)) {
 			nanosleep(&idle, NULL);
 			continue;
 		}
@@ -562,19 +469,16 @@ int main(int argc, char **argv)
 		}
 		if (r > 0) {
 			/* a write is unanswered: try again shortly */
-			bpf_map_update_elem(x.misses_fd, NULL, &k, BPF_EXIST);
+			bpf_map_update_elem(x.f.misses_fd, NULL, &k, BPF_EXIST);
 			nanosleep(&idle, NULL);
 		}
 	}
 	ret = 0;
 out:
 	logmsg("exiting: fills %llu, rejected %llu, not cacheable %llu",
-	       (unsigned long long)x.fills, (unsigned long long)x.rejected,
-	       (unsigned long long)x.skipped);
+	       (unsigned long long)x.f.fills, (unsigned long long)x.f.rejected,
+	       (unsigned long long)x.f.skipped);
 	close(x.redis.fd);
-	close(x.data_fd);
-	close(x.misses_fd);
-	close(x.state_fd);
-	close(x.config_fd);
+	filler_close(&x.f);
 	return ret;
 }

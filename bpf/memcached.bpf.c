@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Memcached get/gets from the kernel, for an unmodified memcached, over TCP
+ * and UDP.  As for Redis (redis.bpf.c): a TCP segment is answered only when
+ * every request in it is a get/gets whose keys are all cached; a UDP
+ * datagram holds one request.  Writes invalidate before they reach
+ * memcached and are counted for the filler (docs/coherence.md).
+ */
+#include "xps.bpf.h"
+#include "proto/memcached.bpf.h"
+#include "memcached.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+XPS_DATA_MAP(struct mc_key, struct mc_value, MC_CACHE_ENTRIES);
+XPS_MISS_QUEUE(struct mc_key, MC_MISS_QUEUE);
+XPS_STATE_MAP(struct mc_state);
+
+#define STAGE_MAX	16384
+
+struct mc_scratch {
+	/* the request; the tail pads key copies (verifier) */
+	__u8 in[XPS_SCRATCH + MC_KEY_MAX + 8];
+	__u8 hdr[XPS_SCRATCH];		/* one VALUE line, encoded */
+	__u8 out[STAGE_MAX + XPS_SCRATCH];	/* the reply, built */
+	struct xps_kv_req req;
+	struct mc_key key;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mc_scratch);
+} mc_scratch SEC(".maps");
+
+struct walk {
+	struct mc_scratch *sc;
+	struct mc_state *st;
+	struct xps_conn_hstate *cs;
+	struct __sk_buff *skb;
+	__u32 base;		/* first request byte (8 on UDP) */
+	__u32 len;
+	__u32 seg_len;
+	__u32 off;
+	__u32 out_len;
+	__u32 gets;
+	int udp;
+	int serve;
+	int done;
+};
+
+static __always_inline int set_key(struct walk *w, const struct xps_span *sp)
+{
+	struct mc_key *k = &w->sc->key;
+	__u32 off = sp->off, len = sp->len;
+
+	__builtin_memset(k, 0, sizeof(*k));
+	barrier_var(len);
+	barrier_var(off);
+	if (len < 1 || len > MC_KEY_MAX || off >= XPS_SCRATCH)
+		return -1;
+	k->len = len;
+	return bpf_probe_read_kernel(k->k, len, w->sc->in + off);
+}
+
+static __always_inline void invalidate(struct walk *w)
+{
+	struct xps_kv_req *req = &w->sc->req;
+	__u32 i;
+
+	if (req->flags & XPS_F_ALL) {
+		__sync_fetch_and_add(&w->st->cgen, 1);
+	} else {
+		for (i = 0; i < XPS_MAX_KEYS; i++) {
+			if (i >= req->nkeys)
+				break;
+			if (!set_key(w, &req->keys[i]))
+				bpf_map_delete_elem(&xps_data, &w->sc->key);
+		}
+	}
+	if (w->udp)
+		w->st->last_udp_write_ns = bpf_ktime_get_ns();
+	xps_note_write(w->skb);
+}
+
+/* Append @n bytes of @src (n <= XPS_SCRATCH) to the staged reply. */
+static __always_inline int stage(struct walk *w, const void *src, __u32 n)
+{
+	__u32 at = w->out_len;
+
+	barrier_var(at);
+	barrier_var(n);
+	if (at > STAGE_MAX || n > XPS_SCRATCH || at + n > STAGE_MAX)
+		return -1;
+	if (n && bpf_probe_read_kernel(w->sc->out + at, n, src))
+		return -1;
+	w->out_len = at + n;
+	return 0;
+}
+
+/* One VALUE block for key i of the current request, from the cache. */
+static __always_inline int stage_value(struct walk *w, __u32 i,
+				       struct mc_value *v, int with_cas)
+{
+	struct xps_kv_req *req = &w->sc->req;
+	__u32 h, vlen = v->len;
+
+	if (i >= XPS_MAX_KEYS || vlen > MC_VALUE_MAX)
+		return -1;
+	h = xps_mc_encode_value_hdr(w->sc->hdr, 0, w->sc->in, req->keys[i],
+				    v->flags, vlen, v->cas, with_cas);
+	if (!h || stage(w, w->sc->hdr, h) || stage(w, v->v, vlen) ||
+	    stage(w, "\r\n", 2))
+		return -1;
+	return 0;
+}
+
+static long walk_one(__u32 i, void *ctx)
+{
+	struct walk *w = ctx;
+	struct xps_kv_req *req = &w->sc->req;
+	struct mc_value *v;
+	__u32 k;
+	int kind;
+
+	if (w->off >= w->len) {
+		w->done = 1;
+		return 1;
+	}
+	kind = xps_mc_parse(w->sc->in, w->len, w->off, req);
+	switch (kind) {
+	case XPS_REQ_SERVE:
+		if (!req->nkeys || req->nkeys > XPS_MAX_KEYS ||
+		    (req->flags & (XPS_F_BADKEY | XPS_F_ALL))) {
+			w->serve = 0;
+			break;
+		}
+		for (k = 0; k < XPS_MAX_KEYS; k++) {
+			if (k >= req->nkeys)
+				break;
+			if (set_key(w, &req->keys[k])) {
+				w->serve = 0;
+				break;
+			}
+			v = xps_data_lookup(&w->sc->key);
+			if (!v || v->cgen != w->st->cgen) {
+				xps_note_miss(&w->sc->key);
+				w->serve = 0;
+				continue;
+			}
+			if (w->serve &&
+			    stage_value(w, k, v, !!(req->flags & XPS_F_CAS)))
+				w->serve = 0;
+		}
+		if (w->serve && !stage(w, XPS_MC_END, XPS_MC_END_LEN))
+			w->gets++;
+		else
+			w->serve = 0;
+		break;
+	case XPS_REQ_INVALIDATE:
+		invalidate(w);
+		w->serve = 0;
+		break;
+	case XPS_REQ_STATE:
+		if (req->nkeys || (req->flags & XPS_F_ALL))
+			invalidate(w);
+		w->serve = 0;
+		break;
+	case XPS_REQ_HARMLESS:
+		w->serve = 0;
+		break;
+	case XPS_REQ_INCOMPLETE:
+		w->serve = 0;
+		if (req->hint != XPS_REQ_SERVE && req->hint != XPS_REQ_HARMLESS) {
+			req->flags |= XPS_F_ALL;
+			invalidate(w);
+		}
+		if (w->cs && req->req_len && w->len == w->seg_len &&
+		    !(req->flags & XPS_F_TOO_BIG))
+			w->cs->skip = w->off + req->req_len - w->len;
+		else if (w->cs)
+			w->cs->flags |= MC_CONN_NO_SERVE;
+		w->done = 1;
+		return 1;
+	default:	/* MALFORMED: boundaries lost */
+		req->flags |= XPS_F_ALL;
+		invalidate(w);
+		if (w->cs)
+			w->cs->flags |= MC_CONN_NO_SERVE;
+		w->serve = 0;
+		w->done = 1;
+		return 1;
+	}
+	w->off += req->req_len;
+	return 0;
+}
+
+SEC("xps")
+int xps_memcached(struct __sk_buff *skb)
+{
+	struct walk w = { .skb = skb, .serve = 1 };
+	__u32 zero = 0, n, out;
+	__u16 req_id = 0;
+
+	w.sc = bpf_map_lookup_elem(&mc_scratch, &zero);
+	w.st = bpf_map_lookup_elem(&xps_state, &zero);
+	if (!w.sc || !w.st)
+		return xps_pass(skb);
+	w.cs = xps_conn_state(skb);
+	w.udp = !w.cs && xps_len(skb) >= XPS_MC_UDP_HDR_LEN &&
+		xps_backend != XPS_BACKEND_SOCKMAP;
+	w.seg_len = xps_len(skb);
+
+	if (w.cs && w.cs->skip) {
+		if (w.cs->skip >= w.seg_len) {
+			w.cs->skip -= w.seg_len;
+			return xps_pass(skb);
+		}
+		w.off = w.cs->skip;
+		w.cs->skip = 0;
+		w.serve = 0;
+	}
+	/*
+	 * TCP needs the connection's record to be served (state across
+	 * segments); UDP is one datagram, one request.
+	 */
+	if ((w.cs && (w.cs->flags & MC_CONN_NO_SERVE)) ||
+	    (w.st->flags & MC_NO_SERVE) || !xps_may_consume(skb))
+		w.serve = 0;
+
+	n = w.seg_len < XPS_SCRATCH ? w.seg_len : XPS_SCRATCH;
+	barrier_var(n);
+	if (n < 1 || n > XPS_SCRATCH)
+		return xps_pass(skb);
+	if (xps_load(skb, 0, w.sc->in, n))
+		return xps_pass(skb);
+	w.len = n;
+
+	if (w.udp) {
+		/* the 8-byte frame: one datagram, one request */
+		if (xps_mc_udp_parse(w.sc->in, n, &req_id))
+			return xps_pass(skb);
+		w.off = XPS_MC_UDP_HDR_LEN;
+		w.base = XPS_MC_UDP_HDR_LEN;
+		w.out_len = XPS_MC_UDP_HDR_LEN;
+	} else if (!w.cs) {
+		w.serve = 0;	/* TCP without a record: state unknown */
+	}
+
+	bpf_loop(w.udp ? 1 : XPS_MAX_REQS_PER_SEG, walk_one, &w, 0);
+
+	if (!w.done || w.len < w.seg_len) {
+		if (!w.done || w.off < w.seg_len) {
+			__sync_fetch_and_add(&w.st->cgen, 1);
+			xps_note_write(skb);
+		}
+		w.serve = 0;
+	}
+	/* memcached splits UDP replies over 1400 bytes: leave those to it */
+	if (w.udp && w.out_len > 1400)
+		w.serve = 0;
+	if (!w.serve || !w.gets)
+		return xps_pass(skb);
+	if (w.udp)
+		xps_mc_udp_encode(w.sc->out, req_id, 0, 1);
+
+	out = w.out_len;
+	barrier_var(out);
+	if (out < 1 || out > STAGE_MAX)		/* only for the verifier */
+		return xps_pass(skb);
+	if (xps_resize(skb, out) || xps_store(skb, 0, w.sc->out, out))
+		return xps_pass(skb);
+	return xps_tx(skb);
+}

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <linux/tcp.h>
+#include <bpf/bpf.h>
+
+#include "libxps.h"
+#include "filler.h"
+
+void flog(const char *fmt, ...)
+{
+	char ts[32];
+	time_t t = time(NULL);
+	va_list ap;
+
+	strftime(ts, sizeof(ts), "%F %T", localtime(&t));
+	fprintf(stderr, "%s: ", ts);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int open_pin(const char *ctxname, const char *what)
+{
+	char path[256];
+	int fd;
+
+	if (!ctxname)
+		snprintf(path, sizeof(path), XPS_PIN_ROOT "/%s", what);
+	else
+		snprintf(path, sizeof(path), XPS_PIN_ROOT "/ctx/%s/%s", ctxname,
+			 what);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		flog("cannot open %s: %s", path, strerror(errno));
+	return fd;
+}
+
+int filler_open(struct filler *f, const char *ctxname)
+{
+	struct xps_context *xc;
+	struct xps_ctx_info info;
+
+	memset(f, 0, sizeof(*f));
+	f->data_fd = f->misses_fd = f->state_fd = f->config_fd = f->conns_fd = -1;
+	f->name = ctxname;
+	xc = xps_context__open(ctxname);
+	if (!xc || xps_context__info(xc, &info)) {
+		flog("no context '%s'", ctxname);
+		xps_context__close(xc);
+		return -1;
+	}
+	xps_context__close(xc);
+	f->port = info.pred.lport;
+	f->data_fd = open_pin(ctxname, "data");
+	f->misses_fd = open_pin(ctxname, "misses");
+	f->state_fd = open_pin(ctxname, "state");
+	f->config_fd = open_pin(NULL, "xps_config");
+	f->conns_fd = open_pin(NULL, "xps_conns");
+	if (f->data_fd < 0 || f->misses_fd < 0 || f->state_fd < 0 ||
+	    f->config_fd < 0 || f->conns_fd < 0) {
+		filler_close(f);
+		return -1;
+	}
+	return 0;
+}
+
+void filler_close(struct filler *f)
+{
+	int *fds[] = { &f->data_fd, &f->misses_fd, &f->state_fd,
+		       &f->config_fd, &f->conns_fd };
+	size_t i;
+
+	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+}
+
+static int read_config(struct filler *f, struct xps_config *cfg)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(f->config_fd, &zero, cfg);
+}
+
+int filler_begin(struct filler *f, __u64 *epoch)
+{
+	struct xps_config cfg;
+
+	if (read_config(f, &cfg))
+		return -1;
+	if (cfg.unacked_writes)
+		return 1;
+	*epoch = cfg.write_epoch;
+	return 0;
+}
+
+int filler_commit(struct filler *f, const void *key, const void *value,
+		  __u64 epoch)
+{
+	struct xps_config cfg;
+
+	if (bpf_map_update_elem(f->data_fd, key, value, BPF_ANY))
+		return -1;
+	if (read_config(f, &cfg))
+		return -1;
+	if (cfg.write_epoch != epoch) {
+		/* a write may have raced the fetch: take the value back */
+		bpf_map_delete_elem(f->data_fd, key);
+		f->rejected++;
+		return 0;
+	}
+	f->fills++;
+	return 0;
+}
+
+/* One sock_diag dump of established TCP sockets of @family. */
+static int unseen_family(struct filler *f, int family)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 req;
+	} msg = {
+		.nlh = { .nlmsg_len = sizeof(msg),
+			 .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
+		.req = { .sdiag_family = family, .sdiag_protocol = IPPROTO_TCP,
+			 .idiag_states = 1 << 1 /* TCP_ESTABLISHED */ },
+	};
+	struct xps_conn conn;
+	char buf[16384];
+	int fd, unseen = 0, done = 0;
+	ssize_t n;
+
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return -1;
+	if (send(fd, &msg, sizeof(msg), 0) < 0) {
+		close(fd);
+		return -1;
+	}
+	while (!done && (n = recv(fd, buf, sizeof(buf), 0)) > 0) {
+		struct nlmsghdr *h;
+
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, n);
+		     h = NLMSG_NEXT(h, n)) {
+			struct inet_diag_msg *m = NLMSG_DATA(h);
+			__u64 cookie;
+
+			if (h->nlmsg_type == NLMSG_DONE ||
+			    h->nlmsg_type == NLMSG_ERROR) {
+				done = 1;
+				break;
+			}
+			if (ntohs(m->id.idiag_sport) != f->port)
+				continue;
+			cookie = (__u64)m->id.idiag_cookie[1] << 32 |
+				 m->id.idiag_cookie[0];
+			if (bpf_map_lookup_elem(f->conns_fd, &cookie, &conn))
+				unseen++;
+		}
+	}
+	close(fd);
+	return unseen;
+}
+
+int filler_unseen_connections(struct filler *f)
+{
+	int a = unseen_family(f, AF_INET), b = unseen_family(f, AF_INET6);
+
+	if (a < 0 || b < 0)
+		return -1;
+	return a + b;
+}

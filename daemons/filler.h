@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What the cache fillers (xps-redisd, xps-memcachedd) share: the context's
+ * pinned maps, the coherence protocol's commit (docs/coherence.md), the
+ * check that every connection to the service is one XPS sees, logging.
+ */
+#ifndef __XPS_FILLER_H
+#define __XPS_FILLER_H
+
+#include <stdbool.h>
+#include <linux/types.h>
+
+struct filler {
+	const char *name;	/* the context */
+	int data_fd, misses_fd, state_fd, config_fd, conns_fd;
+	__u16 port;		/* the context's port */
+	__u64 fills, rejected, skipped;
+};
+
+void flog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int filler_open(struct filler *f, const char *ctxname);
+void filler_close(struct filler *f);
+/*
+ * Read the write epoch for a fill.  Returns 1 when a write is unanswered
+ * (retry later), 0 with *epoch set, -1 on error.
+ */
+int filler_begin(struct filler *f, __u64 *epoch);
+/* Insert @value for @key unless a write passed since filler_begin(). */
+int filler_commit(struct filler *f, const void *key, const void *value,
+		  __u64 epoch);
+/*
+ * Every established TCP connection to the context's port must be one XPS
+ * keeps a record of (accepted after the context existed): writes on any
+ * other would bypass the handler.  Returns how many are not, or -1.
+ */
+int filler_unseen_connections(struct filler *f);
+
+#endif

@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * xps-memcachedd: keeps the Memcached handler's cache filled, for an
+ * unmodified memcached.
+ *
+ *   xps-memcachedd --context NAME [--server HOST:PORT] [-v]
+ *
+ * Missed keys are fetched with the meta get `mg <key> v f t c` (value,
+ * client flags, remaining TTL, CAS) and inserted under the coherence
+ * protocol of docs/coherence.md.  Only items without expiry are cached.
+ * The handler is kept out while connections XPS does not see are open,
+ * and for a second after a write arrived over UDP (whose answer XPS cannot
+ * see).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+
+#include "libxps.h"
+#include "filler.h"
+#include "../bpf/memcached.h"
+
+#define logmsg(...) flog("xps-memcachedd: " __VA_ARGS__)
+#define UDP_QUIET_NS 1000000000ull
+
+static volatile sig_atomic_t stop;
+static int verbose;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+struct mc {
+	int fd;
+	char buf[8192];
+	size_t len, pos;
+};
+
+static int mc_connect(struct mc *c, const char *host, const char *port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai, *p;
+	int one = 1;
+
+	c->fd = -1;
+	c->len = c->pos = 0;
+	if (getaddrinfo(host, port, &hints, &ai)) {
+		logmsg("cannot resolve %s:%s", host, port);
+		return -1;
+	}
+	for (p = ai; p; p = p->ai_next) {
+		c->fd = socket(p->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (c->fd >= 0 && !connect(c->fd, p->ai_addr, p->ai_addrlen))
+			break;
+		if (c->fd >= 0)
+			close(c->fd);
+		c->fd = -1;
+	}
+	freeaddrinfo(ai);
+	if (c->fd < 0) {
+		logmsg("cannot connect to memcached at %s:%s: %s", host, port,
+		       strerror(errno));
+		return -1;
+	}
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return 0;
+}
+
+static int fill_buf(struct mc *c)
+{
+	ssize_t n;
+
+	if (c->pos == c->len)
+		c->pos = c->len = 0;
+	if (c->len == sizeof(c->buf)) {
+		memmove(c->buf, c->buf + c->pos, c->len - c->pos);
+		c->len -= c->pos;
+		c->pos = 0;
+		if (c->len == sizeof(c->buf))
+			return -1;
+	}
+	n = read(c->fd, c->buf + c->len, sizeof(c->buf) - c->len);
+	if (n <= 0)
+		return -1;
+	c->len += n;
+	return 0;
+}
+
+static int read_line(struct mc *c, char *line, size_t sz)
+{
+	char *nl;
+	size_t n;
+
+	while (!(nl = memchr(c->buf + c->pos, '\n', c->len - c->pos)))
+		if (fill_buf(c))
+			return -1;
+	n = nl - (c->buf + c->pos);
+	if (n && nl[-1] == '\r')
+		n--;
+	if (n >= sz)
+		return -1;
+	memcpy(line, c->buf + c->pos, n);
+	line[n] = '\0';
+	c->pos = nl - c->buf + 1;
+	return 0;
+}
+
+static int read_bytes(struct mc *c, void *dst, size_t n)
+{
+	size_t got = 0, k;
+
+	while (got < n) {
+		if (c->pos == c->len && fill_buf(c))
+			return -1;
+		k = c->len - c->pos < n - got ? c->len - c->pos : n - got;
+		if (dst)
+			memcpy((char *)dst + got, c->buf + c->pos, k);
+		c->pos += k;
+		got += k;
+	}
+	return 0;
+}
+
+/* Fetch @k; 1 = retry later, 0 = done (filled or not cacheable), -1 = error. */
+static int fill_one(struct filler *f, struct mc *c, const struct mc_key *k)
+{
+	struct mc_value val = {};
+	struct mc_state st;
+	char line[512], *p;
+	long long size = -1, ttl = 0;
+	unsigned long long cas = 0;
+	unsigned long fl = 0;
+	__u64 epoch;
+	__u32 zero = 0;
+	int r;
+
+	if (bpf_map_lookup_elem(f->state_fd, &zero, &st))
+		return -1;
+	r = filler_begin(f, &epoch);
+	if (r)
+		return r;
+	if (dprintf(c->fd, "mg %.*s v f t c\r\n", (int)k->len, k->k) < 0 ||
+	    read_line(c, line, sizeof(line)))
+		return -1;
+	if (!strncmp(line, "EN", 2)) {
+		f->skipped++;
+		return 0;
+	}
+	if (strncmp(line, "VA ", 3)) {
+		logmsg("unexpected reply to mg: %.60s", line);
+		f->skipped++;
+		return 0;
+	}
+	size = strtoll(line + 3, &p, 10);
+	for (p = strtok(p, " "); p; p = strtok(NULL, " ")) {
+		if (*p == 'f')
+			fl = strtoul(p + 1, NULL, 10);
+		else if (*p == 't')
+			ttl = strtoll(p + 1, NULL, 10);
+		else if (*p == 'c')
+			cas = strtoull(p + 1, NULL, 10);
+	}
+	if (size < 0 || size > MC_VALUE_MAX || ttl != -1) {
+		/* too large to cache, or it expires on its own */
+		if (size >= 0 && read_bytes(c, NULL, size + 2))
+			return -1;
+		f->skipped++;
+		return 0;
+	}
+	if (read_bytes(c, val.v, size) || read_bytes(c, NULL, 2))
+		return -1;
+	val.len = size;
+	val.flags = fl;
+	val.cas = cas;
+	val.cgen = st.cgen;
+	return filler_commit(f, k, &val, epoch);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: xps-memcachedd --context NAME [--server HOST:PORT] [-v]\n"
+"Fills the cache of the XPS Memcached context NAME from memcached at\n"
+"HOST:PORT (default 127.0.0.1 and the context's port).  Runs until\n"
+"SIGTERM/SIGINT.\n");
+}
+
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "context", required_argument, NULL, 'c' },
+		{ "server", required_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char host[256] = "127.0.0.1", port[16] = "", why[200] = "", last[200] = "-";
+	struct timespec idle = { 0, 200000 };
+	const char *name = NULL;
+	struct filler f;
+	struct mc_state st;
+	struct mc_key k;
+	struct mc c;
+	__u64 last_check = 0;
+	__u32 zero = 0;
+	int o, r, ret = 1;
+
+	while ((o = getopt_long(argc, argv, "c:s:vh", opts, NULL)) != -1) {
+		switch (o) {
+		case 'c':
+			name = optarg;
+			break;
+		case 's': {
+			char *colon = strrchr(optarg, ':');
+
+			if (!colon || colon == optarg) {
+				fprintf(stderr, "--server: expected HOST:PORT\n");
+				return 2;
+			}
+			snprintf(host, sizeof(host), "%.*s", (int)(colon - optarg), optarg);
+			snprintf(port, sizeof(port), "%s", colon + 1);
+			break;
+		}
+		case 'v':
+			verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!name) {
+		usage(stderr);
+		return 2;
+	}
+	if (filler_open(&f, name))
+		return 1;
+	if (!port[0])
+		snprintf(port, sizeof(port), "%u", f.port);
+	if (mc_connect(&c, host, port)) {
+		filler_close(&f);
+		return 1;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	logmsg("serving context '%s' for memcached at %s:%s", name, host, port);
+
+	while (!stop) {
+		__u64 now = mono_ns();
+
+		if (now - last_check > 200000000ull) {
+			/* five times a second: may the handler serve? */
+			int unseen = filler_unseen_connections(&f);
+
+			last_check = now;
+			why[0] = '\0';
+			if (bpf_map_lookup_elem(f.state_fd, &zero, &st))
+				break;
+			if (unseen < 0)
+				snprintf(why, sizeof(why), "cannot list connections");
+			else if (unseen)
+				snprintf(why, sizeof(why),
+					 "%d connection(s) made before the context: their writes bypass XPS",
+					 unseen);
+			else if (st.last_udp_write_ns &&
+				 now - st.last_udp_write_ns < UDP_QUIET_NS)
+				snprintf(why, sizeof(why),
+					 "a write arrived over UDP less than a second ago");
+			if (why[0])
+				st.flags |= MC_NO_SERVE;
+			else
+				st.flags &= ~MC_NO_SERVE;
+			bpf_map_update_elem(f.state_fd, &zero, &st, BPF_ANY);
+			if (strcmp(why, last)) {
+				if (why[0])
+					logmsg("not serving: %s", why);
+				else
+					logmsg("serving gets from the kernel");
+				snprintf(last, sizeof(last), "%s", why);
+			}
+		}
+		if (bpf_map_lookup_and_delete_elem(f.misses_fd, NULL, &k)) {
+			nanosleep(&idle, NULL);
+			continue;
+		}
+		if (why[0] || k.len < 1 || k.len > MC_KEY_MAX)
+			continue;
+		r = fill_one(&f, &c, &k);
+		if (r < 0) {
+			logmsg("lost the connection to memcached");
+			goto out;
+		}
+		if (r > 0) {
+			bpf_map_update_elem(f.misses_fd, NULL, &k, BPF_EXIST);
+			nanosleep(&idle, NULL);
+		}
+	}
+	ret = 0;
+out:
+	/* without its filler the cache must not be trusted */
+	if (!bpf_map_lookup_elem(f.state_fd, &zero, &st)) {
+		st.flags |= MC_NO_SERVE;
+		bpf_map_update_elem(f.state_fd, &zero, &st, BPF_ANY);
+	}
+	logmsg("exiting: fills %llu, rejected %llu, not cacheable %llu",
+	       (unsigned long long)f.fills, (unsigned long long)f.rejected,
+	       (unsigned long long)f.skipped);
+	close(c.fd);
+	filler_close(&f);
+	return ret;
+}
