@@ -49,7 +49,10 @@ for s in "${suites[@]}"; do
 			bash -c "$(declare -f need_root); need_root integration && XPS_BACKEND=stock python3 tests/integration/test_foundation.py"
 		run "integration: faults, stock backend" \
 			bash -c "$(declare -f need_root); need_root integration && XPS_BACKEND=stock python3 tests/integration/test_faults.py"
-		run "integration: redis-server, stock backend" tests/integration/redis-suite.sh ;;
+		for svc in redis memcached http; do
+			run "integration: $svc, stock backend" \
+				env XPS_BACKEND=stock tests/integration/service-suite.sh $svc
+		done ;;
 	vm)
 		run "vm: patched kernel, native backend" scripts/vm-test.sh ;;
 	*)
