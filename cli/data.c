@@ -98,6 +98,8 @@ static int write_cmd(int argc, char **argv, const char *cmd,
 	else if (err == -ENOENT)
 		p_err("data %s: no key '%s' (use 'data put' or 'data set')",
 		      cmd, argv[1]);
+	else if (err == -E2BIG)
+		p_err("data %s: the data map is full", cmd);
 	else if (err)
 		lib_err("data", err);
 	else {
@@ -196,6 +198,75 @@ out:
 	return ret;
 }
 
+/*
+ * data load NAME FILE|-: one "KEY VALUE" per line (the value is the rest of
+ * the line; blank lines and #-comments are skipped), inserted or replaced.
+ * Stops at the first error and says which line it was.
+ */
+static int do_load(int argc, char **argv)
+{
+	char *line = NULL, *key, *val, err[256];
+	size_t cap = 0;
+	struct data_io io;
+	__u64 n = 0, lineno = 0;
+	ssize_t len;
+	FILE *f;
+	int ret = 1, e;
+
+	if (argc != 2) {
+		p_err("usage: xpsctl data load NAME FILE|-");
+		return 1;
+	}
+	f = strcmp(argv[1], "-") ? fopen(argv[1], "r") : stdin;
+	if (!f) {
+		p_err("cannot open %s: %s", argv[1], strerror(errno));
+		return 1;
+	}
+	if (io_open(&io, argv[0]))
+		goto out;
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			line[--len] = '\0';
+		key = line + strspn(line, " \t");
+		if (!*key || *key == '#')
+			continue;
+		val = key + strcspn(key, " \t");
+		if (!*val) {
+			p_err("%s:%llu: expected KEY VALUE", argv[1],
+			      (unsigned long long)lineno);
+			goto out;
+		}
+		*val++ = '\0';
+		val += strspn(val, " \t");
+		if (codec_encode(&io.key, key, io.k, err, sizeof(err)) ||
+		    codec_encode(&io.val, val, io.v, err, sizeof(err))) {
+			p_err("%s:%llu: %s", argv[1], (unsigned long long)lineno, err);
+			goto out;
+		}
+		e = xps_set_data(io.ctx, io.k, io.v);
+		if (e) {
+			p_err("%s:%llu: %s (after %llu entries)", argv[1],
+			      (unsigned long long)lineno,
+			      e == -E2BIG ? "the data map is full" : strerror(-e),
+			      (unsigned long long)n);
+			goto out;
+		}
+		n++;
+	}
+	out_begin_object(NULL);
+	out_u64("loaded", n);
+	out_end_object();
+	ret = 0;
+out:
+	free(line);
+	if (f != stdin)
+		fclose(f);
+	if (io.ctx)
+		io_free(&io);
+	return ret;
+}
+
 static int do_help(int argc, char **argv)
 {
 	(void)argc;
@@ -204,6 +275,7 @@ static int do_help(int argc, char **argv)
 "Usage: xpsctl data put|update|set NAME KEY VALUE\n"
 "       xpsctl data get|del NAME KEY\n"
 "       xpsctl data dump NAME\n"
+"       xpsctl data load NAME FILE|-      (KEY VALUE per line)\n"
 "KEY and VALUE are strings for text fields, numbers for integer fields, or\n"
 "hex:<bytes> for any layout (see xpsctl(8)).\n");
 	return json_output ? 1 : 0;
@@ -219,6 +291,7 @@ int do_data(int argc, char **argv)
 		{ "del", do_del },
 		{ "delete", do_del },
 		{ "dump", do_dump },
+		{ "load", do_load },
 		{ "help", do_help },
 		{ NULL, NULL },
 	};

@@ -4,6 +4,7 @@
 packet loss and reordering, TCP timestamps off, the service killed and
 restarted, a full data map.  The invariant everywhere: every request gets
 exactly one correct answer, from the kernel or from the service."""
+import json
 import os
 import socket
 import subprocess
@@ -193,18 +194,17 @@ def test_data_map_full():
     name = attach("kv", P + 4)
     fd_path = "/sys/fs/bpf/xps/ctx/%s/data" % name
     eq(os.path.exists(fd_path), True, "data map pinned")
-    # fill the 4096-entry map through bpftool batch-less loop via xpsctl
-    n = 0
-    err = None
-    for i in range(4200):
-        r = xpsctl("data", "put", name, "k%d" % i, "v", check=False)
-        if "error" in r:
-            err = r["error"]
-            break
-        n += 1
-    eq(n, 4096, "entries that fit")
-    if not err or "Argument list too long" not in err and "No space" not in err:
+    # a 4096-entry map: 4200 lines, the load must stop clearly at 4096
+    lines = "".join("k%d v\n" % i for i in range(4200))
+    p = subprocess.run([os.path.join(os.path.dirname(obj("echo")), "..", "xpsctl"), "-j",
+                        "data", "load", name, "-"], input=lines, capture_output=True, text=True)
+    eq(p.returncode != 0, True, "loading past the end fails")
+    err = json.loads(p.stdout)["error"]
+    if "data map is full" not in err or "after 4096 entries" not in err:
         raise AssertionError("a full map should say so clearly: %r" % err)
+    r = xpsctl("data", "put", name, "another", "v", check=False)
+    if "data map is full" not in r.get("error", ""):
+        raise AssertionError("put into a full map: %r" % r)
     # replacing an existing key still works
     xpsctl("data", "set", name, "k1", "new")
     eq(xpsctl("data", "get", name, "k1")["value"], "new", "update in a full map")
