@@ -15,6 +15,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 XPS_DATA_MAP(struct mc_key, struct mc_value, MC_CACHE_ENTRIES);
 XPS_MISS_QUEUE(struct mc_key, MC_MISS_QUEUE);
 XPS_STATE_MAP(struct mc_state);
+XPS_VERSION_MAP(struct mc_key, MC_VERSIONS);
 
 #define STAGE_MAX	16384
 
@@ -69,19 +70,24 @@ static __always_inline void invalidate(struct walk *w)
 	struct xps_kv_req *req = &w->sc->req;
 	__u32 i;
 
+	/* count the write first, then invalidate (docs/coherence.md) */
+	if (w->udp)
+		w->st->last_udp_write_ns = bpf_ktime_get_ns();
+	xps_note_write(w->skb);
 	if (req->flags & XPS_F_ALL) {
 		__sync_fetch_and_add(&w->st->cgen, 1);
 	} else {
 		for (i = 0; i < XPS_MAX_KEYS; i++) {
 			if (i >= req->nkeys)
 				break;
-			if (!set_key(w, &req->keys[i]))
-				bpf_map_delete_elem(&xps_data, &w->sc->key);
+			/* keys that cannot be set were never cached */
+			if (set_key(w, &req->keys[i]))
+				continue;
+			if (xps_version_bump(&w->sc->key))
+				__sync_fetch_and_add(&w->st->cgen, 1);
+			bpf_map_delete_elem(&xps_data, &w->sc->key);
 		}
 	}
-	if (w->udp)
-		w->st->last_udp_write_ns = bpf_ktime_get_ns();
-	xps_note_write(w->skb);
 }
 
 /* Append @n bytes of @src (n <= XPS_SCRATCH) to the staged reply. */
@@ -144,7 +150,8 @@ static long walk_one(__u32 i, void *ctx)
 				break;
 			}
 			v = xps_data_lookup(&w->sc->key);
-			if (!v || v->cgen != w->st->cgen) {
+			if (!v || v->cgen != w->st->cgen ||
+		    v->version != xps_version_get(&w->sc->key)) {
 				xps_note_miss(&w->sc->key);
 				w->serve = 0;
 				continue;
@@ -252,8 +259,8 @@ int xps_memcached(struct __sk_buff *skb)
 
 	if (!w.done || w.len < w.seg_len) {
 		if (!w.done || w.off < w.seg_len) {
-			__sync_fetch_and_add(&w.st->cgen, 1);
 			xps_note_write(skb);
+			__sync_fetch_and_add(&w.st->cgen, 1);
 		}
 		w.serve = 0;
 	}

@@ -12,6 +12,7 @@
 #define MC_VALUE_MAX		1024	/* longer values are never cached */
 #define MC_CACHE_ENTRIES	65536
 #define MC_MISS_QUEUE		4096
+#define MC_VERSIONS		262144	/* keys written; beyond: invalidate all */
 
 struct mc_key {
 	__u32 len;
@@ -24,6 +25,7 @@ struct mc_value {
 	__u64 cas;			/* what gets returns */
 	__u32 cgen;			/* mc_state.cgen when filled */
 	__u32 pad;
+	__u64 version;			/* the key's version when filled */
 	__u8 v[MC_VALUE_MAX];
 };
 
@@ -42,7 +44,7 @@ enum mc_conn_flags {
 };
 
 _Static_assert(sizeof(struct mc_key) == 256, "mc_key layout");
-_Static_assert(sizeof(struct mc_value) == 1048, "mc_value layout");
+_Static_assert(sizeof(struct mc_value) == 1056, "mc_value layout");
 _Static_assert(sizeof(struct mc_state) == 16, "mc_state layout");
 
 #endif

@@ -18,6 +18,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 XPS_DATA_MAP(struct redis_key, struct redis_value, REDIS_CACHE_ENTRIES);
 XPS_MISS_QUEUE(struct redis_key, REDIS_MISS_QUEUE);
 XPS_STATE_MAP(struct redis_state);
+XPS_VERSION_MAP(struct redis_key, REDIS_VERSIONS);
 
 #define STAGE_MAX	16384	/* one segment's reply */
 
@@ -71,6 +72,12 @@ static __always_inline void invalidate(struct walk *w)
 	struct xps_kv_req *req = &w->sc->req;
 	__u32 i;
 
+	/*
+	 * Count the write first, then invalidate: a fill that inserts
+	 * between the two is then either seen by its own epoch check or
+	 * deleted here (docs/coherence.md).
+	 */
+	xps_note_write(w->skb);
 	if (req->flags & XPS_F_ALL) {
 		__sync_fetch_and_add(&w->st->cgen, 1);
 	} else {
@@ -78,11 +85,13 @@ static __always_inline void invalidate(struct walk *w)
 			if (i >= req->nkeys)
 				break;
 			/* keys that cannot be set were never cached */
-			if (!set_key(w, &req->keys[i]))
-				bpf_map_delete_elem(&xps_data, &w->sc->key);
+			if (set_key(w, &req->keys[i]))
+				continue;
+			if (xps_version_bump(&w->sc->key))
+				__sync_fetch_and_add(&w->st->cgen, 1);
+			bpf_map_delete_elem(&xps_data, &w->sc->key);
 		}
 	}
-	xps_note_write(w->skb);
 }
 
 /* Append the bulk reply of @v to the staged reply. */
@@ -140,7 +149,8 @@ static long walk_one(__u32 i, void *ctx)
 			break;
 		}
 		v = xps_data_lookup(&w->sc->key);
-		if (!v || v->cgen != w->st->cgen) {
+		if (!v || v->cgen != w->st->cgen ||
+		    v->version != xps_version_get(&w->sc->key)) {
 			xps_note_miss(&w->sc->key);
 			w->serve = 0;
 			break;
@@ -237,8 +247,8 @@ int xps_redis(struct __sk_buff *skb)
 	/* requests left unparsed may be writes: they invalidate everything */
 	if (!w.done || w.len < w.seg_len) {
 		if (!w.done || w.off < w.seg_len) {
-			__sync_fetch_and_add(&w.st->cgen, 1);
 			xps_note_write(skb);
+			__sync_fetch_and_add(&w.st->cgen, 1);
 		}
 		w.serve = 0;
 	}

@@ -12,6 +12,7 @@
 #define REDIS_VALUE_MAX		1024	/* longer values are never cached */
 #define REDIS_CACHE_ENTRIES	65536
 #define REDIS_MISS_QUEUE	4096
+#define REDIS_VERSIONS		262144	/* keys written; beyond: invalidate all */
 
 struct redis_key {
 	__u32 len;
@@ -21,6 +22,7 @@ struct redis_key {
 struct redis_value {
 	__u32 len;
 	__u32 cgen;			/* redis_state.cgen when filled */
+	__u64 version;			/* the key's version when filled */
 	__u8 v[REDIS_VALUE_MAX];
 };
 
@@ -44,7 +46,7 @@ enum redis_conn_flags {
 };
 
 _Static_assert(sizeof(struct redis_key) == 132, "redis_key layout");
-_Static_assert(sizeof(struct redis_value) == 1032, "redis_value layout");
+_Static_assert(sizeof(struct redis_value) == 1040, "redis_value layout");
 _Static_assert(sizeof(struct redis_state) == 8, "redis_state layout");
 
 #endif

@@ -170,6 +170,42 @@ struct {
 
 #define xps_note_miss(key) bpf_map_push_elem(&xps_misses, key, BPF_EXIST)
 
+/*
+ * XPS_VERSION_MAP(): per-key versions for cache coherence, written by the
+ * handler only.  A write bumps its keys' versions (xps_version_bump()); a
+ * filler stamps a value with the version it read before fetching it, and
+ * the handler serves a value only while its stamp is the key's current
+ * version (docs/coherence.md).  A key never written has version 0.
+ */
+#define XPS_VERSION_MAP(key_type, entries)				\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_HASH);			\
+		__uint(max_entries, entries);				\
+		__type(key, key_type);					\
+		__type(value, __u64);					\
+		__uint(map_flags, BPF_F_NO_PREALLOC);			\
+	} xps_versions SEC(".maps")
+
+/* 0, or -1 when the key cannot get a version (the map is full). */
+#define xps_version_bump(key)						\
+	({								\
+		__u64 *__v = bpf_map_lookup_elem(&xps_versions, key);	\
+		__u64 __one = 1;					\
+		int __r = 0;						\
+		if (__v)						\
+			__sync_fetch_and_add(__v, 1);			\
+		else if (bpf_map_update_elem(&xps_versions, key, &__one, \
+					     BPF_NOEXIST))		\
+			__r = -1;					\
+		__r;							\
+	})
+
+#define xps_version_get(key)						\
+	({								\
+		__u64 *__v = bpf_map_lookup_elem(&xps_versions, key);	\
+		__v ? *__v : 0;						\
+	})
+
 #define XPS_STATE_MAP(value_type)					\
 	struct {							\
 		__uint(type, BPF_MAP_TYPE_ARRAY);			\

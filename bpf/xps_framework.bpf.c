@@ -328,9 +328,20 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 	run->proto = proto;
 	run->family = key.family;
 	run->payload_len = skb->len;
-	/* the hook checked everything that makes consuming unsafe */
-	run->may_consume = 1;
 	run->cookie = bpf_get_socket_cookie(skb);
+	/*
+	 * The hook checked everything that makes consuming unsafe, except a
+	 * write the service has not answered yet (xps_note_write): a reply
+	 * from the kernel would overtake its answer.
+	 */
+	run->may_consume = 1;
+	if (proto == IPPROTO_TCP) {
+		struct xps_conn *conn;
+
+		conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
+		if (conn && conn->unacked)
+			run->may_consume = 0;
+	}
 	sub = resolve_slot(skb, run, slot);
 	if (sub < 0)
 		return XPS_PASS;
@@ -657,6 +668,43 @@ static __always_inline void swap_addrs(struct __sk_buff *skb, __u8 family,
 }
 
 /*
+ * The native hook has no sk_msg, so answered writes are released here, on
+ * the service's data segments only: a pure ACK also leaves when the service
+ * has merely read a write, before executing it.  The hook sends no reply on
+ * a connection with unanswered writes (native_run), so data leaving it is
+ * the service's own.
+ */
+static __always_inline void egress_release(struct __sk_buff *skb,
+					   struct xps_conn *conn)
+{
+	struct xps_config *cfg = config();
+	struct bpf_sock *bsk = skb->sk;
+	struct tcp_sock___xps *tp;
+	__u32 l3 = sizeof(struct ethhdr), l4, payload;
+	struct tcphdr th;
+
+	if (!cfg || cfg->backend_tcp != XPS_BACKEND_NATIVE || !bsk)
+		return;
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct iphdr ip;
+
+		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)))
+			return;
+		l4 = l3 + ip.ihl * 4;
+	} else {
+		l4 = l3 + sizeof(struct ipv6hdr);
+	}
+	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
+		return;
+	payload = skb->len - l4 - th.doff * 4;
+	if (!payload || payload > skb->len)
+		return;
+	tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(bsk);
+	if (tp)
+		release_writes(cfg, conn, tp);
+}
+
+/*
  * RESET on the stock backend.  A stream verdict program can only pass,
  * drop or redirect, so the handler's RESET drops the request and marks the
  * connection; the next segment the socket sends (at the latest the delayed
@@ -680,18 +728,8 @@ int xps_tc_egress(struct __sk_buff *skb)
 	conn = bpf_map_lookup_elem(&xps_conns, &cookie);
 	if (!conn)
 		return TC_ACT_OK;
-	/* the native hook has no sk_msg: writes are released here */
-	if (conn->unacked) {
-		struct xps_config *cfg = config();
-		struct bpf_sock *bsk = skb->sk;
-		struct tcp_sock___xps *tp;
-
-		if (cfg && bsk) {
-			tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(bsk);
-			if (tp)
-				release_writes(cfg, conn, tp);
-		}
-	}
+	if (conn->unacked)
+		egress_release(skb, conn);
 	if (!conn->reset_pending)
 		return TC_ACT_OK;
 

@@ -53,6 +53,7 @@ int filler_open(struct filler *f, const char *ctxname)
 
 	memset(f, 0, sizeof(*f));
 	f->data_fd = f->misses_fd = f->state_fd = f->config_fd = f->conns_fd = -1;
+	f->versions_fd = -1;
 	f->name = ctxname;
 	xc = xps_context__open(ctxname);
 	if (!xc || xps_context__info(xc, &info)) {
@@ -65,10 +66,11 @@ int filler_open(struct filler *f, const char *ctxname)
 	f->data_fd = open_pin(ctxname, "data");
 	f->misses_fd = open_pin(ctxname, "misses");
 	f->state_fd = open_pin(ctxname, "state");
+	f->versions_fd = open_pin(ctxname, "versions");
 	f->config_fd = open_pin(NULL, "xps_config");
 	f->conns_fd = open_pin(NULL, "xps_conns");
 	if (f->data_fd < 0 || f->misses_fd < 0 || f->state_fd < 0 ||
-	    f->config_fd < 0 || f->conns_fd < 0) {
+	    f->config_fd < 0 || f->conns_fd < 0 || f->versions_fd < 0) {
 		filler_close(f);
 		return -1;
 	}
@@ -78,7 +80,7 @@ int filler_open(struct filler *f, const char *ctxname)
 void filler_close(struct filler *f)
 {
 	int *fds[] = { &f->data_fd, &f->misses_fd, &f->state_fd,
-		       &f->config_fd, &f->conns_fd };
+		       &f->config_fd, &f->conns_fd, &f->versions_fd };
 	size_t i;
 
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
@@ -95,33 +97,29 @@ static int read_config(struct filler *f, struct xps_config *cfg)
 	return bpf_map_lookup_elem(f->config_fd, &zero, cfg);
 }
 
-int filler_begin(struct filler *f, __u64 *epoch)
+int filler_begin(struct filler *f, const void *key, __u64 *version)
 {
 	struct xps_config cfg;
 
+	/* a key never written has no entry: version 0 */
+	if (bpf_map_lookup_elem(f->versions_fd, key, version)) {
+		if (errno != ENOENT)
+			return -1;
+		*version = 0;
+	}
 	if (read_config(f, &cfg))
 		return -1;
-	if (cfg.unacked_writes)
+	if (cfg.unacked_writes) {
+		f->rejected++;
 		return 1;
-	*epoch = cfg.write_epoch;
+	}
 	return 0;
 }
 
-int filler_commit(struct filler *f, const void *key, const void *value,
-		  __u64 epoch)
+int filler_commit(struct filler *f, const void *key, const void *value)
 {
-	struct xps_config cfg;
-
 	if (bpf_map_update_elem(f->data_fd, key, value, BPF_ANY))
 		return -1;
-	if (read_config(f, &cfg))
-		return -1;
-	if (cfg.write_epoch != epoch) {
-		/* a write may have raced the fetch: take the value back */
-		bpf_map_delete_elem(f->data_fd, key);
-		f->rejected++;
-		return 0;
-	}
 	f->fills++;
 	return 0;
 }

@@ -12,7 +12,7 @@
 
 struct filler {
 	const char *name;	/* the context */
-	int data_fd, misses_fd, state_fd, config_fd, conns_fd;
+	int data_fd, misses_fd, state_fd, config_fd, conns_fd, versions_fd;
 	__u16 port;		/* the context's port */
 	__u64 fills, rejected, skipped;
 };
@@ -21,13 +21,14 @@ void flog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int filler_open(struct filler *f, const char *ctxname);
 void filler_close(struct filler *f);
 /*
- * Read the write epoch for a fill.  Returns 1 when a write is unanswered
- * (retry later), 0 with *epoch set, -1 on error.
+ * Start a fill of @key: its version (to stamp the value with), then the
+ * check that no write is unanswered.  In this order: see docs/coherence.md.
+ * Returns 1 when a write is unanswered (retry later), 0 with *version set,
+ * -1 on error.
  */
-int filler_begin(struct filler *f, __u64 *epoch);
-/* Insert @value for @key unless a write passed since filler_begin(). */
-int filler_commit(struct filler *f, const void *key, const void *value,
-		  __u64 epoch);
+int filler_begin(struct filler *f, const void *key, __u64 *version);
+/* Insert @value (stamped with the version filler_begin() gave). */
+int filler_commit(struct filler *f, const void *key, const void *value);
 /*
  * Every established TCP connection to the context's port must be one XPS
  * keeps a record of (accepted after the context existed): writes on any

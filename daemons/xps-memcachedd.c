@@ -141,13 +141,12 @@ static int fill_one(struct filler *f, struct mc *c, const struct mc_key *k)
 	long long size = -1, ttl = 0;
 	unsigned long long cas = 0;
 	unsigned long fl = 0;
-	__u64 epoch;
 	__u32 zero = 0;
 	int r;
 
 	if (bpf_map_lookup_elem(f->state_fd, &zero, &st))
 		return -1;
-	r = filler_begin(f, &epoch);
+	r = filler_begin(f, k, &val.version);
 	if (r)
 		return r;
 	if (dprintf(c->fd, "mg %.*s v f t c\r\n", (int)k->len, k->k) < 0 ||
@@ -184,7 +183,7 @@ static int fill_one(struct filler *f, struct mc *c, const struct mc_key *k)
 	val.flags = fl;
 	val.cas = cas;
 	val.cgen = st.cgen;
-	return filler_commit(f, k, &val, epoch);
+	return filler_commit(f, k, &val);
 }
 
 static void usage(FILE *f)

@@ -144,23 +144,31 @@ static int read_bytes(struct conn *c, void *dst, size_t n)
 	return 0;
 }
 
+/*
+ * One command in one write: a command split over several segments is one
+ * whose boundaries the handler cannot see, and it then invalidates the
+ * whole cache (what it must do when in doubt).
+ */
 static int send_cmd(struct conn *c, int argc, const char **argv,
 		    const size_t *lens)
 {
-	char hdr[32];
-	int i;
+	char out[1024];
+	size_t n = 0, l;
+	int i, k;
 
-	dprintf(c->fd, "*%d\r\n", argc);
+	k = snprintf(out, sizeof(out), "*%d\r\n", argc);
+	n = k;
 	for (i = 0; i < argc; i++) {
-		size_t l = lens ? lens[i] : strlen(argv[i]);
-
-		snprintf(hdr, sizeof(hdr), "$%zu\r\n", l);
-		if (write(c->fd, hdr, strlen(hdr)) < 0 ||
-		    write(c->fd, argv[i], l) != (ssize_t)l ||
-		    write(c->fd, "\r\n", 2) != 2)
+		l = lens ? lens[i] : strlen(argv[i]);
+		if (n + l + 32 > sizeof(out))
 			return -1;
+		n += snprintf(out + n, sizeof(out) - n, "$%zu\r\n", l);
+		memcpy(out + n, argv[i], l);
+		n += l;
+		out[n++] = '\r';
+		out[n++] = '\n';
 	}
-	return 0;
+	return write(c->fd, out, n) == (ssize_t)n ? 0 : -1;
 }
 
 /*
@@ -324,13 +332,12 @@ static int fill_one(struct ctx *x, const struct redis_key *k)
 	struct redis_state st;
 	char line[256], t;
 	long long n, ttl;
-	__u64 epoch;
 	__u32 zero = 0;
 	int r;
 
 	if (bpf_map_lookup_elem(x->f.state_fd, &zero, &st))
 		return -1;
-	r = filler_begin(&x->f, &epoch);
+	r = filler_begin(&x->f, k, &val.version);
 	if (r)
 		return r;
 
@@ -357,7 +364,7 @@ static int fill_one(struct ctx *x, const struct redis_key *k)
 	}
 	val.len = n;
 	val.cgen = st.cgen;
-	if (filler_commit(&x->f, k, &val, epoch))
+	if (filler_commit(&x->f, k, &val))
 		return -1;
 	if (verbose > 1)
 		logmsg("filled %.*s (%u bytes)", (int)k->len, k->k, val.len);

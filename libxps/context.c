@@ -268,6 +268,7 @@ static const struct {
 	{ "xps_keystats", "keystats" },	/* XPS_DATA_MAP */
 	{ "xps_misses", "misses" },	/* XPS_MISS_QUEUE */
 	{ "xps_state", "state" },	/* XPS_STATE_MAP */
+	{ "xps_versions", "versions" },	/* XPS_VERSION_MAP */
 };
 #define N_CTX_MAPS (sizeof(ctx_maps) / sizeof(ctx_maps[0]))
 enum { CM_DATA, CM_KEYSTATS };

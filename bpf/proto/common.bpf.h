@@ -34,16 +34,85 @@
 
 #if defined(__bpf__)
 #define XPS_INLINE	static inline __attribute__((always_inline))
+/*
+ * A BTF "global" function: not static, never inlined.  The verifier checks
+ * it once, on its own, with every scalar argument unknown and every pointer
+ * argument as "NULL or sizeof(*arg) bytes of memory", instead of once per
+ * call site and per caller state.  That is what keeps the parsers inside
+ * the verifier's budget.  Rules for such functions (all kernels >= 5.15):
+ *  - at most 5 arguments, each a scalar or a pointer to a sized type (a
+ *    struct of scalars, a scalar); buffers travel as struct xps_buf *;
+ *  - every pointer argument is tested against NULL before use;
+ *  - the result is a scalar; whatever the function wrote through a pointer
+ *    is unknown to the caller afterwards (the verifier clobbers it).
+ * Callers may pass stack, map value or other sized memory.
+ */
+#define XPS_GLOBAL	__attribute__((noinline))
 #else
 #define XPS_INLINE	static inline __attribute__((unused))
+#define XPS_GLOBAL	static __attribute__((unused))
+#endif
+
+/*
+ * bpf_loop() (Linux >= 5.17): the verifier checks the callback until its
+ * states converge instead of once per iteration, so a long branch-free
+ * byte loop costs a few bodies, not a thousand.  Declared here by number
+ * (BPF_FUNC_loop) so that the headers do not depend on bpf_helpers.h.
+ * On the host: a plain loop with the same contract (the callback returns 1
+ * to stop; the result is the number of iterations run).
+ */
+#if defined(__bpf__)
+static long (*const xps__bpf_loop)(__u32 nr, void *cb, void *ctx,
+				   __u64 flags) = (void *)181;
+#define XPS_LOOP(n, cb, ctx)	xps__bpf_loop((n), (void *)(cb), (ctx), 0)
+#define XPS_CALLBACK		static __attribute__((noinline))
+#else
+static inline __attribute__((unused)) long
+xps__loop(__u32 n, long (*cb)(__u64, void *), void *ctx)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++)
+		if (cb(i, ctx))
+			return i + 1;
+	return n;
+}
+#define XPS_LOOP(n, cb, ctx)	xps__loop((n), (cb), (ctx))
+#define XPS_CALLBACK		static
 #endif
 
 /*
  * Payload access.  The mask is for the verifier only: callers never pass
  * an index >= XPS_SCRATCH, but the verifier cannot know that.
  */
-#define XPS_IDX(i)		((__u32)(i) & XPS_SCRATCH_MASK)
+#if defined(__bpf__)
+#define XPS__HIDE(x)	asm volatile("" : "+r"(x))
+#else
+#define XPS__HIDE(x)	((void)0)
+#endif
+
+/* The index is hidden from clang first: clang drops a mask it can prove
+ * redundant (i < len <= XPS_SCRATCH), and the verifier may not follow the
+ * proof. */
+static inline __attribute__((always_inline, unused)) __u32 xps__idx(__u32 i)
+{
+	XPS__HIDE(i);
+	return i & XPS_SCRATCH_MASK;
+}
+#define XPS_IDX(i)		xps__idx((__u32)(i))
 #define XPS_AT(buf, i)		((buf)[XPS_IDX(i)])
+
+/*
+ * The scratch buffer as global functions take it: a pointer to a sized
+ * type, so that the verifier knows the XPS_SCRATCH bytes behind it.  The
+ * public entry points keep their "const __u8 *buf" signature and cast: the
+ * verifier checks the memory the caller really passes (a map value, or
+ * stack) against sizeof(struct xps_buf).
+ */
+struct xps_buf {
+	__u8 b[XPS_SCRATCH];
+};
+#define XPS_BUF(p)		((const struct xps_buf *)(const void *)(p))
 
 /*
  * What a parser says about the request at the offset it was given.  The
@@ -98,6 +167,9 @@ struct xps_span {
 	__u16 len;
 };
 
+/* Bytes of parser work area in a result (struct xps_kv_req.ws). */
+#define XPS_KV_WS		96
+
 /* Parse result shared by the Redis and memcached parsers. */
 struct xps_kv_req {
 	__u32 kind;		/* enum xps_req_kind */
@@ -108,6 +180,10 @@ struct xps_kv_req {
 	__u16 nkeys;		/* valid entries of keys[] */
 	struct xps_span name;	/* command name */
 	struct xps_span keys[XPS_MAX_KEYS];
+	/* Not a result: the parsers' work area (argument spans, tokens),
+	 * here rather than on the 512-byte BPF stack that the handler's own
+	 * frames share with the parser's.  Undefined after a parse. */
+	__u64 ws[XPS_KV_WS / 8];
 };
 
 /*
@@ -193,20 +269,32 @@ XPS_INLINE __u64 xps_zero(__u64 v)
 	return (v - 1) >> 63;
 }
 
-/* 1 when v == 0, for any 64-bit v. */
+/* 1 when v == 0, for any 64-bit v.  w < 2^63 and is 0 only for v == 0. */
 XPS_INLINE __u64 xps_zero64(__u64 v)
 {
+	__u64 w;
+
 	XPS_OPAQUE(v);
-	return ((v | (0 - v)) >> 63) ^ 1;
+	w = (v >> 1) | (v & 1);
+	XPS_OPAQUE(w);
+	return (w - 1) >> 63;
 }
 
-/* a when sel == 1, b when sel == 0, without a branch. */
+/*
+ * a when sel == 1, b when sel == 0, without a branch.  A multiplication,
+ * not a 0/all-ones mask: ANDing or ORing a constant with a register the
+ * verifier knows to be 0 or -1 makes some kernels fork the state there
+ * (maybe_fork_scalars(), and Linux 6.18.y oopses on it when the fork hits
+ * the jump limit).  Nothing compiled for BPF may build such a mask.
+ */
 XPS_INLINE __u64 xps_sel(__u64 sel, __u64 a, __u64 b)
 {
-	__u64 m = 0 - sel;
+	__u64 d = a - b, r;
 
-	XPS_OPAQUE(m);
-	return (a & m) | (b & ~m);
+	XPS_OPAQUE(sel);
+	r = b + d * sel;
+	XPS_OPAQUE(r);
+	return r;
 }
 
 /* ASCII upper-casing without a branch. */
@@ -257,15 +345,16 @@ struct xps_words {
 
 /*
  * Pack buf[off, off + len) upper-cased (when @fold) into @out.  Names longer
- * than XPS_WORDS_MAX get len = 0 so they match nothing.
+ * than XPS_WORDS_MAX get len = 0 so they match nothing.  Returns out->len.
  */
-XPS_INLINE void xps_pack_words(const __u8 *buf, __u32 off, __u32 len,
-			       int fold, struct xps_words *out)
+XPS_GLOBAL int xps__pack_words(const struct xps_buf *buf, __u32 off,
+			       __u32 len, __u32 fold, struct xps_words *out)
 {
 	__u64 w0 = 0, w1 = 0, w2 = 0;
 	__u32 i;
 
-	out->len = len <= XPS_WORDS_MAX ? len : 0;
+	if (!buf || !out)
+		return 0;
 	if (len > XPS_WORDS_MAX)
 		len = 0;
 	for (i = 0; i < XPS_WORDS_MAX; i++) {
@@ -273,7 +362,7 @@ XPS_INLINE void xps_pack_words(const __u8 *buf, __u32 off, __u32 len,
 
 		if (i >= len)
 			break;
-		c = XPS_AT(buf, off + i);
+		c = XPS_AT(buf->b, off + i);
 		if (fold)
 			c = xps_upper(c);
 		if (i < 8)
@@ -286,6 +375,14 @@ XPS_INLINE void xps_pack_words(const __u8 *buf, __u32 off, __u32 len,
 	out->w[0] = w0;
 	out->w[1] = w1;
 	out->w[2] = w2;
+	out->len = len;
+	return (int)len;
+}
+
+XPS_INLINE void xps_pack_words(const __u8 *buf, __u32 off, __u32 len,
+			       int fold, struct xps_words *out)
+{
+	xps__pack_words(XPS_BUF(buf), off, len, fold ? 1 : 0, out);
 }
 
 /* True when @wd holds exactly the literal @s (case already folded). */
@@ -321,24 +418,52 @@ XPS_INLINE __u32 xps_fmt_u64(__u8 *dst, __u64 v)
 	return n;
 }
 
+/* Room for a u64 in decimal. */
+struct xps_digits {
+	__u8 b[20];
+};
+
+/*
+ * xps_fmt_u64() as a global function: for a value the verifier knows
+ * nothing about, the inline version's loop exits (one per digit count)
+ * would multiply with everything the caller does afterwards.  The digit
+ * count comes back as one unknown value instead.
+ */
+XPS_GLOBAL int xps__fmt_digits(struct xps_digits *d, __u64 v)
+{
+	if (!d)
+		return 1;
+	return (int)xps_fmt_u64(d->b, v);
+}
+
 /*
  * Copy @n bytes (n <= XPS_SCRATCH) of @src into the XPS_SCRATCH-byte buffer
  * @dst at @at.  Both indices are masked for the verifier; callers check
- * at + n <= XPS_SCRATCH first.
+ * at + n <= XPS_SCRATCH first.  A global function: the byte loop is
+ * verified once.  Returns n.
  */
-XPS_INLINE void xps_copy(__u8 *dst, __u32 at, const __u8 *src, __u32 n)
+XPS_GLOBAL int xps__copy(struct xps_buf *dst, __u32 at,
+			 const struct xps_buf *src, __u32 n)
 {
 	__u32 i;
 
+	if (!dst || !src)
+		return 0;
 	for (i = 0; i < XPS_SCRATCH; i++) {
 		__u8 c;
 
 		if (i >= n)
 			break;
-		c = src[XPS_IDX(i)];
+		c = src->b[XPS_IDX(i)];
 		XPS_OPAQUE(c);		/* no memcpy() on BPF */
-		dst[XPS_IDX(at + i)] = c;
+		dst->b[XPS_IDX(at + i)] = c;
 	}
+	return (int)n;
+}
+
+XPS_INLINE void xps_copy(__u8 *dst, __u32 at, const __u8 *src, __u32 n)
+{
+	xps__copy((struct xps_buf *)(void *)dst, at, XPS_BUF(src), n);
 }
 
 #endif /* __XPS_PROTO_COMMON_BPF_H */

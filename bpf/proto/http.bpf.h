@@ -49,6 +49,9 @@ enum xps_http_flags {
 	XPS_HTTP_F_LEADING_CRLF = 1 << 23, /* CR/LF before the request line */
 };
 
+/* Bytes of parser work area in a result (struct xps_http_req.ws). */
+#define XPS_HTTP_WS		80
+
 struct xps_http_req {
 	__u32 kind;		/* enum xps_req_kind */
 	__u32 flags;		/* enum xps_http_flags, XPS_F_TOO_BIG */
@@ -62,6 +65,9 @@ struct xps_http_req {
 	__u8 pad[3];
 	/* Method, zero padded: usable as a map key. */
 	__u8 method[XPS_HTTP_METHOD_MAX];
+	/* Not a result: the parser's work area, here rather than on the
+	 * 512-byte BPF stack.  Undefined after a parse. */
+	__u64 ws[XPS_HTTP_WS / 8];
 };
 
 /*
@@ -86,13 +92,21 @@ struct xps_http_req {
 #define XPS__HOST0	(XPS__ALNUM0 | XPS__BIT('-') | XPS__BIT('.') | XPS__BIT(':'))
 #define XPS__HOST1	(XPS__ALNUM1 | XPS__BIT('_'))
 
+/* x * b for b in {0, 1}, hidden from clang so that it does not turn it
+ * back into a 0/-1 mask (see xps_sel()). */
+XPS_INLINE __u64 xps__mul01(__u64 x, __u64 b)
+{
+	XPS_OPAQUE(b);
+	return x * b;
+}
+
 XPS_INLINE __u64 xps__inset(__u64 c, __u64 w0, __u64 w1)
 {
-	__u64 hi = c >> 6, w;
+	__u64 hi = c >> 6, sh = c & 63;
 
 	/* Only words 0 and 1 are used: bytes >= 0x80 are never in a set. */
-	w = (w0 & (0 - xps_eq(hi, 0))) | (w1 & (0 - xps_eq(hi, 1)));
-	return (w >> (c & 63)) & 1;
+	return xps__mul01((w0 >> sh) & 1, xps_eq(hi, 0)) |
+	       xps__mul01((w1 >> sh) & 1, xps_eq(hi, 1));
 }
 
 /* Bits of the header loop's state word. */
@@ -111,17 +125,244 @@ XPS_INLINE __u64 xps__inset(__u64 c, __u64 w0, __u64 w1)
 	 xps_zero64((lo) ^ XPS_PACK_BE(s)) &				\
 	 xps_zero64((hi) ^ XPS_PACK_BE_HI(s)))
 
-/*
- * Parse the request at buf[off]; buf holds len (<= XPS_SCRATCH) bytes in an
- * XPS_SCRATCH-byte buffer.  Returns req->kind.
- */
-XPS_INLINE int xps_http_parse(const __u8 *buf, __u32 len, __u32 off,
-			      struct xps_http_req *req)
-{
-	__u32 i, p, ms, me = 0, nl = 0, end = 0;
-	__u64 c = 0, odd = 0, runs = 0, prev_sp = 0, prev_sl = 0, lo = 0,
-	      hi = 0, cr_seen = 0;
+/* What the request-line pass found (and its state while it runs). */
+struct xps_http_line {
+	__u64 odd;		/* something nginx may treat differently */
+	__u64 lo, hi;		/* last 16 bytes before the LF (no CR) */
+	__u64 runs, prev_sp, prev_sl, cr_seen;
+	__u32 nl;		/* position of the LF + 1; 0: not found */
+	__u32 too_big;		/* no LF within XPS_HTTP_HEAD_MAX bytes */
+	__u32 len, p, i;
+};
 
+/*
+ * Rest of the request line from buf[p], branch-free but for its one exit
+ * test.  Plain means: "/" path of plain bytes, no "/.", exactly one run of
+ * spaces (before the version), a CR only right before the LF, and the
+ * line ends in "HTTP/1.0" or "HTTP/1.1".  A global function: the byte loop
+ * is verified once.
+ */
+/* State of the request-line pass between bpf_loop() iterations (in the
+ * caller's struct xps_http_line). */
+struct xps_http__lctx {
+	const struct xps_buf *buf;
+	struct xps_http_line *x;
+};
+
+/* One request-line byte: buf[p + idx].  Returns 1 at the LF. */
+XPS_CALLBACK long xps_http__lbyte(__u64 idx, void *vx)
+{
+	struct xps_http__lctx *cx = vx;
+	const struct xps_buf *buf = cx->buf;
+	struct xps_http_line *x = cx->x;
+	__u64 c, odd = x->odd, runs = x->runs, prev_sp = x->prev_sp,
+	      prev_sl = x->prev_sl, lo = x->lo, hi = x->hi,
+	      cr_seen = x->cr_seen;
+	__u32 len = x->len;
+	__u64 q = x->p + (__u32)idx, sp, cr, nocr;
+
+	c = XPS_AT(buf->b, q);
+	if (xps_ge(q, len) | xps_eq(c, '\n')) {
+		if (q < len)
+			x->nl = q + 1;	/* + 1: 0 means not found */
+		x->i = (__u32)idx;
+		return 1;
+	}
+	sp = xps_eq(c, ' ');
+	cr = xps_eq(c, '\r');
+	nocr = cr ^ 1;
+	odd |= (xps__inset(c, XPS__URI0, XPS__URI1) | sp | cr) ^ 1;
+	odd |= prev_sl & xps_eq(c, '.');
+	odd |= cr_seen;		/* a byte after a CR */
+	runs += sp & (prev_sp ^ 1);
+	prev_sp = sp;
+	prev_sl = xps_eq(c, '/');
+	cr_seen |= cr;
+	hi = xps_sel(nocr, (hi << 8) | (lo >> 56), hi);
+	lo = xps_sel(nocr, (lo << 8) | c, lo);
+	x->odd = odd;
+	x->runs = runs;
+	x->prev_sp = prev_sp;
+	x->prev_sl = prev_sl;
+	x->lo = lo;
+	x->hi = hi;
+	x->cr_seen = cr_seen;
+	x->i = (__u32)idx + 1;
+	return 0;
+}
+
+/*
+ * Rest of the request line from buf[p], branch-free but for its one exit
+ * test.  Plain means: "/" path of plain bytes, no "/.", exactly one run of
+ * spaces (before the version), a CR only right before the LF, and the
+ * line ends in "HTTP/1.0" or "HTTP/1.1".  A global function; the byte loop
+ * is a bpf_loop() callback.
+ */
+XPS_GLOBAL int xps_http__line(const struct xps_buf *buf, __u32 len, __u32 p,
+			      struct xps_http_line *out)
+{
+	struct xps_http__lctx cx = {};
+
+	if (!buf || !out)
+		return 0;
+	__builtin_memset(out, 0, sizeof(*out));
+	out->len = len;
+	out->p = p;
+	if (p < len && XPS_AT(buf->b, p) != '/')
+		out->odd = 1;
+	cx.buf = buf;
+	cx.x = out;
+	XPS_LOOP(XPS_HTTP_HEAD_MAX, xps_http__lbyte, &cx);
+	out->too_big = !out->nl && p + out->i < len;
+	out->odd |= xps_zero64(out->runs ^ 1) ^ 1;
+	out->odd |= xps_zero64((out->hi & 0xff) ^ ' ') ^ 1;
+	return (int)out->nl;
+}
+
+/* State of the header pass between bpf_loop() iterations (in req->ws). */
+struct xps_http__hst {
+	__u64 f, cnt, L, ll, lraw, cl, lo, hi;
+	__u32 len, p;
+	__u32 end;		/* position after the final LF, 0: none yet */
+	__u32 i;		/* bytes looked at */
+};
+_Static_assert(sizeof(struct xps_http__hst) <= XPS_HTTP_WS,
+	       "header pass state must fit in struct xps_http_req.ws");
+
+/* The bpf_loop() context (stack): pointers may not be stored in maps. */
+struct xps_http__hctx {
+	const struct xps_buf *buf;
+	struct xps_http__hst *st;
+};
+
+/* One header byte: buf[p + idx].  Returns 1 at the end of the head. */
+XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
+{
+	struct xps_http__hctx *cx = vx;
+	const struct xps_buf *buf = cx->buf;
+	struct xps_http__hst *x = cx->st;
+	__u64 f = x->f, cnt = x->cnt, L = x->L, ll = x->ll, lraw = x->lraw,
+	      cl = x->cl, lo = x->lo, hi = x->hi, c;
+	__u32 len = x->len;
+
+	{
+		__u64 q = x->p + (__u32)idx, lf, cr, colon, namech, valch, lcc,
+		      dig, sp, c2, in_name, v, m;
+
+		c = XPS_AT(buf->b, q);
+		lf = xps_eq(c, '\n');
+		if (xps_ge(q, len) | (lf & xps_zero64(ll))) {
+			if (q < len)
+				x->end = q + 1;
+			x->i = (__u32)idx;
+			return 1;
+		}
+		in_name = f & 1;
+		cr = xps_eq(c, '\r');
+		c2 = xps__mul01(XPS_AT(buf->b, q + 1),
+				xps_ge(q + 1, len) ^ 1);
+		v = 0;
+		/* nginx wants LF right after a CR, and no NUL. */
+		v |= cr & (xps_eq(c2, '\n') ^ 1);
+		v |= xps_eq(c, 0);
+		lcc = c | (xps_in(c, 'A', 'Z') << 5);
+		colon = xps_eq(c, ':') & in_name;
+		namech = in_name & (colon ^ 1) & (lf ^ 1) & (cr ^ 1);
+		valch = (in_name ^ 1) & (lf ^ 1) & (cr ^ 1);
+		v |= namech & (xps__inset(c, XPS__NAME0, XPS__NAME1) ^ 1);
+		/* A header line without ':' is a 400 in nginx. */
+		v |= lf & in_name;
+		f |= v << XPS__H_ODD_BIT;
+
+		/* Name complete: which header is it?  The first byte
+		 * of transfer-encoding is not compared: a false match
+		 * only makes the request pass. */
+		m = (XPS__HNAME(lo, hi, L, "content-length") << 1) |
+		    (XPS__HNAME(lo, hi, L, "connection") << 2) |
+		    (XPS__HNAME(lo, hi, L, "user-agent") << 3) |
+		    (XPS__HNAME(lo, hi, L, "host") << 4) |
+		    (xps_zero64(L ^ 17) &
+		     xps_zero64(lo ^ XPS_PACK_BE("transfer-encoding")) &
+		     xps_zero64(hi ^ XPS_PACK_BE_HI("transfer-encoding"))) << 5 |
+		    XPS__HNAME(lo, hi, L, "expect") << 6;
+		m = xps__mul01(m, colon);
+		/* cur_* bits 1-4 follow the header of this line;
+		 * TE and Expect (5, 6) stick. */
+		f = (f & ~xps__mul01(0x1e, colon)) | m;
+		cnt += ((m >> 1) & 1) | ((m >> 2) & 1) << 16 |
+		       ((m >> 4) & 1) << 32;
+
+		hi = xps_sel(namech | valch, (hi << 8) | (lo >> 56), hi);
+		lo = xps_sel(namech | valch, (lo << 8) | lcc, lo);
+		lraw = xps_sel(valch, (lraw << 8) | c, lraw);
+		L += namech;
+
+		/* Content-Length: OWS digits OWS, nothing else. */
+		dig = xps_in(c, '0', '9');
+		sp = xps_eq(c, ' ') | xps_eq(c, '\t');
+		v = valch & (f >> 1) & 1;	/* in a CL value */
+		f |= (v & ((dig | sp) ^ 1)) << XPS__H_CLBAD_BIT;
+		f |= (v & dig & (f >> XPS__H_CLDONE_BIT)) << XPS__H_CLBAD_BIT;
+		f |= (v & sp & (xps_zero64((cnt >> 48) & 0xff) ^ 1)) << XPS__H_CLDONE_BIT;
+		cl = xps_sel(v & dig, cl * 10 + (c - '0'), cl);
+		cnt += (v & dig) << 48;
+
+		/* nginx: strcasestrn(value, "close"), then
+		 * "keep-alive"; strstrn(ua, "MSIE "), "Chrome/". */
+		v = valch & (f >> 2) & 1;	/* in Connection */
+		f |= (v & xps_zero64((lo & XPS_BYTES_MASK(5)) ^
+				     XPS_PACK_BE("close"))) << XPS__H_CLOSE_BIT;
+		f |= (v & xps_zero64(lo ^ XPS_PACK_BE("keep-alive")) &
+		      xps_zero64((hi & XPS_BYTES_MASK(2)) ^
+				 XPS_PACK_BE_HI("keep-alive"))) << XPS__H_KA_BIT;
+		v = valch & (f >> 3) & 1;	/* in User-Agent */
+		f |= (v & (xps_zero64((lraw & XPS_BYTES_MASK(5)) ^
+				      XPS_PACK_BE("MSIE ")) |
+			   xps_zero64((lraw & XPS_BYTES_MASK(7)) ^
+				      XPS_PACK_BE("Chrome/")))) << XPS__H_PAD_BIT;
+		v = valch & (f >> 4) & 1;	/* in Host */
+		f |= (v & ((xps__inset(c, XPS__HOST0, XPS__HOST1) | sp) ^ 1))
+		     << XPS__H_ODD_BIT;
+		/* Host value bytes, in bits 56-63 (saturation is
+		 * harmless: only zero matters). */
+		cnt |= (v & (sp ^ 1)) << 56;
+
+		/* A new line starts after LF; a value after ':'. */
+		ll = xps_sel(lf, 0, ll + (cr ^ 1));
+		f = (f & ~(__u64)1) | (in_name & (colon ^ 1)) | lf;
+		L = xps_sel(lf, 0, L);
+		hi = xps_sel(lf | colon, 0, hi);
+		lo = xps_sel(lf | colon, 0, lo);
+		lraw = xps_sel(lf | colon, 0, lraw);
+		f &= ~xps__mul01(0x1e, lf);
+	}
+	x->f = f;
+	x->cnt = cnt;
+	x->L = L;
+	x->ll = ll;
+	x->lraw = lraw;
+	x->cl = cl;
+	x->lo = lo;
+	x->hi = hi;
+	x->i = (__u32)idx + 1;
+	return 0;
+}
+
+/*
+ * First half of xps_http_parse(): leading CR/LF, the method and the rest
+ * of the request line.  Returns XPS_REQ_NONE when the headers are next
+ * (their first byte's position in req->head_len, for xps_http__rest()),
+ * else the final kind.  A global function.
+ */
+XPS_GLOBAL int xps_http__head(const struct xps_buf *buf, __u32 len,
+			      __u32 off, struct xps_http_req *req)
+{
+	struct xps_http_line ln = {};
+	__u32 i, p, ms, me = 0, nl;
+	__u64 c = 0, odd, lo;
+
+	if (!buf || !req)
+		return XPS_REQ_MALFORMED;
 	__builtin_memset(req, 0, sizeof(*req));
 	if (len > XPS_SCRATCH)
 		len = XPS_SCRATCH;
@@ -131,7 +372,7 @@ XPS_INLINE int xps_http_parse(const __u8 *buf, __u32 len, __u32 off,
 	for (i = 0; i < XPS_HTTP_LEAD_MAX; i++) {
 		if (p >= len)
 			goto more;
-		c = XPS_AT(buf, p);
+		c = XPS_AT(buf->b, p);
 		if (c != '\r' && c != '\n')
 			break;
 		p++;
@@ -150,7 +391,7 @@ XPS_INLINE int xps_http_parse(const __u8 *buf, __u32 len, __u32 off,
 	for (i = 0; i < 2 * XPS_HTTP_METHOD_MAX; i++) {
 		if (p + i >= len)
 			goto more;
-		c = XPS_AT(buf, p + i);
+		c = XPS_AT(buf->b, p + i);
 		if (c == ' ') {
 			me = p + i;
 			break;
@@ -174,176 +415,85 @@ XPS_INLINE int xps_http_parse(const __u8 *buf, __u32 len, __u32 off,
 	/* From here on the method is known, whatever else happens. */
 	req->hint = XPS_REQ_SERVE;
 
-	/*
-	 * Rest of the request line, branch-free but for its one exit test.
-	 * Plain means: "/" path of plain bytes, no "/.", exactly one run of
-	 * spaces (before the version), a CR only right before the LF, and the
-	 * line ends in "HTTP/1.0" or "HTTP/1.1".
-	 */
-	p = me + 1;
-	if (p < len && XPS_AT(buf, p) != '/')
-		odd = 1;
-	for (i = 0; i < XPS_HTTP_HEAD_MAX; i++) {
-		__u64 q = p + i, sp, cr, nocr;
-
-		c = XPS_AT(buf, q);
-		if (xps_ge(q, len) | xps_eq(c, '\n')) {
-			if (q < len)
-				nl = q + 1;	/* + 1: 0 means not found */
-			break;
-		}
-		sp = xps_eq(c, ' ');
-		cr = xps_eq(c, '\r');
-		nocr = cr ^ 1;
-		odd |= (xps__inset(c, XPS__URI0, XPS__URI1) | sp | cr) ^ 1;
-		odd |= prev_sl & xps_eq(c, '.');
-		odd |= cr_seen;		/* a byte after a CR */
-		runs += sp & (prev_sp ^ 1);
-		prev_sp = sp;
-		prev_sl = xps_eq(c, '/');
-		cr_seen |= cr;
-		hi = xps_sel(nocr, (hi << 8) | (lo >> 56), hi);
-		lo = xps_sel(nocr, (lo << 8) | c, lo);
-	}
-	if (!nl) {
-		if (p + i < len)
+	xps_http__line(buf, len, me + 1, &ln);
+	if (!ln.nl) {
+		if (ln.too_big)
 			req->flags |= XPS_F_TOO_BIG;
 		goto more;
 	}
-	nl = xps_forget(nl - 1);
-	odd |= xps_zero64(runs ^ 1) ^ 1;
-	odd |= xps_zero64((hi & 0xff) ^ ' ') ^ 1;
+	nl = ln.nl - 1;
+	odd = ln.odd;
+	lo = ln.lo;
 	req->http_minor = xps_zero64(lo ^ XPS_PACK_BE("HTTP/1.1"));
 	odd |= (xps_zero64(lo ^ XPS_PACK_BE("HTTP/1.0")) |
 		req->http_minor) ^ 1;
 
-	/*
-	 * Headers, one branch-free pass until the empty line.  Per line: the
-	 * name is shifted into lo/hi (lower case) until the first ':', then
-	 * matched; value bytes are shifted in again for the substring tests
-	 * nginx does on Connection and User-Agent.  Booleans live in the bits
-	 * of f and counters in the 16-bit fields of cnt, so that the loop fits
-	 * in registers and the BPF stack.
-	 */
+	if (odd)
+		req->flags |= XPS_HTTP_F_ODD;
+	req->head_len = nl + 1;
+	return XPS_REQ_NONE;
+
+more:
+	/* A method is reported only once it is whole. */
+	if (!req->method_span.len)
+		__builtin_memset(req->method, 0, sizeof(req->method));
+	req->kind = XPS_REQ_INCOMPLETE;
+	return req->kind;
+bad:
+	__builtin_memset(req, 0, sizeof(*req));
+	req->kind = XPS_REQ_MALFORMED;
+	return req->kind;
+}
+
+/*
+ * Second half: the headers from buf[req->head_len], one branch-free pass
+ * until the empty line (the byte loop is a bpf_loop() callback, verified
+ * until it converges rather than once per byte), then the verdict.  A
+ * global function, called by xps_http_parse() itself rather than by
+ * xps_http__head(), to keep the call chain (and its stack) short.
+ */
+XPS_GLOBAL int xps_http__rest(const struct xps_buf *buf, __u32 len,
+			      __u32 off, struct xps_http_req *req)
+{
+	struct xps_http__hctx cx = {};
+	struct xps_http__hst *x;
+	__u32 end;
+	__u64 odd = 0;
+
+	if (!buf || !req)
+		return XPS_REQ_MALFORMED;
+	if (len > XPS_SCRATCH)
+		len = XPS_SCRATCH;
+	x = (struct xps_http__hst *)(void *)req->ws;
+	__builtin_memset(x, 0, sizeof(*x));
+	x->len = len;
+	x->p = req->head_len;
+	x->f = XPS__H_IN_NAME;
+	req->head_len = 0;
+	cx.buf = buf;
+	cx.st = x;
+	XPS_LOOP(XPS_HTTP_HEAD_MAX, xps_http__hbyte, &cx);
+	if (!x->end) {
+		if (x->p + x->i < len)
+			req->flags |= XPS_F_TOO_BIG;
+		goto more;
+	}
+	end = x->end;
 	{
-		__u64 f = XPS__H_IN_NAME, cnt = 0, L = 0, ll = 0, lraw = 0,
-		      cl = 0;
-
-		p = nl + 1;
-		lo = 0;
-		hi = 0;
-		for (i = 0; i < XPS_HTTP_HEAD_MAX; i++) {
-			__u64 q = p + i, lf, cr, colon, namech, valch, lcc,
-			      dig, sp, c2, in_name, v, m;
-
-			c = XPS_AT(buf, q);
-			lf = xps_eq(c, '\n');
-			if (xps_ge(q, len) | (lf & xps_zero64(ll))) {
-				if (q < len)
-					end = q + 1;
-				break;
-			}
-			in_name = f & 1;
-			cr = xps_eq(c, '\r');
-			c2 = XPS_AT(buf, q + 1) &
-			     (0 - (xps_ge(q + 1, len) ^ 1));
-			v = 0;
-			/* nginx wants LF right after a CR, and no NUL. */
-			v |= cr & (xps_eq(c2, '\n') ^ 1);
-			v |= xps_eq(c, 0);
-			lcc = c | (xps_in(c, 'A', 'Z') << 5);
-			colon = xps_eq(c, ':') & in_name;
-			namech = in_name & (colon ^ 1) & (lf ^ 1) & (cr ^ 1);
-			valch = (in_name ^ 1) & (lf ^ 1) & (cr ^ 1);
-			v |= namech & (xps__inset(c, XPS__NAME0, XPS__NAME1) ^ 1);
-			/* A header line without ':' is a 400 in nginx. */
-			v |= lf & in_name;
-			f |= v << XPS__H_ODD_BIT;
-
-			/* Name complete: which header is it?  The first byte
-			 * of transfer-encoding is not compared: a false match
-			 * only makes the request pass. */
-			m = (XPS__HNAME(lo, hi, L, "content-length") << 1) |
-			    (XPS__HNAME(lo, hi, L, "connection") << 2) |
-			    (XPS__HNAME(lo, hi, L, "user-agent") << 3) |
-			    (XPS__HNAME(lo, hi, L, "host") << 4) |
-			    (xps_zero64(L ^ 17) &
-			     xps_zero64(lo ^ XPS_PACK_BE("transfer-encoding")) &
-			     xps_zero64(hi ^ XPS_PACK_BE_HI("transfer-encoding"))) << 5 |
-			    XPS__HNAME(lo, hi, L, "expect") << 6;
-			m &= 0 - colon;
-			/* cur_* bits 1-4 follow the header of this line;
-			 * TE and Expect (5, 6) stick. */
-			f = (f & ~(0x1e & (0 - colon))) | m;
-			cnt += ((m >> 1) & 1) | ((m >> 2) & 1) << 16 |
-			       ((m >> 4) & 1) << 32;
-
-			hi = xps_sel(namech | valch, (hi << 8) | (lo >> 56), hi);
-			lo = xps_sel(namech | valch, (lo << 8) | lcc, lo);
-			lraw = xps_sel(valch, (lraw << 8) | c, lraw);
-			L += namech;
-
-			/* Content-Length: OWS digits OWS, nothing else. */
-			dig = xps_in(c, '0', '9');
-			sp = xps_eq(c, ' ') | xps_eq(c, '\t');
-			v = valch & (f >> 1) & 1;	/* in a CL value */
-			f |= (v & ((dig | sp) ^ 1)) << XPS__H_CLBAD_BIT;
-			f |= (v & dig & (f >> XPS__H_CLDONE_BIT)) << XPS__H_CLBAD_BIT;
-			f |= (v & sp & (xps_zero64((cnt >> 48) & 0xff) ^ 1)) << XPS__H_CLDONE_BIT;
-			cl = xps_sel(v & dig, cl * 10 + (c - '0'), cl);
-			cnt += (v & dig) << 48;
-
-			/* nginx: strcasestrn(value, "close"), then
-			 * "keep-alive"; strstrn(ua, "MSIE "), "Chrome/". */
-			v = valch & (f >> 2) & 1;	/* in Connection */
-			f |= (v & xps_zero64((lo & XPS_BYTES_MASK(5)) ^
-					     XPS_PACK_BE("close"))) << XPS__H_CLOSE_BIT;
-			f |= (v & xps_zero64(lo ^ XPS_PACK_BE("keep-alive")) &
-			      xps_zero64((hi & XPS_BYTES_MASK(2)) ^
-					 XPS_PACK_BE_HI("keep-alive"))) << XPS__H_KA_BIT;
-			v = valch & (f >> 3) & 1;	/* in User-Agent */
-			f |= (v & (xps_zero64((lraw & XPS_BYTES_MASK(5)) ^
-					      XPS_PACK_BE("MSIE ")) |
-				   xps_zero64((lraw & XPS_BYTES_MASK(7)) ^
-					      XPS_PACK_BE("Chrome/")))) << XPS__H_PAD_BIT;
-			v = valch & (f >> 4) & 1;	/* in Host */
-			f |= (v & ((xps__inset(c, XPS__HOST0, XPS__HOST1) | sp) ^ 1))
-			     << XPS__H_ODD_BIT;
-			/* Host value bytes, in bits 56-63 (saturation is
-			 * harmless: only zero matters). */
-			cnt |= (v & (sp ^ 1)) << 56;
-
-			/* A new line starts after LF; a value after ':'. */
-			ll = xps_sel(lf, 0, ll + (cr ^ 1));
-			f = (f & ~(__u64)1) | (in_name & (colon ^ 1)) | lf;
-			L = xps_sel(lf, 0, L);
-			hi = xps_sel(lf | colon, 0, hi);
-			lo = xps_sel(lf | colon, 0, lo);
-			lraw = xps_sel(lf | colon, 0, lraw);
-			f &= ~(0x1e & (0 - lf));
-		}
-		if (!end) {
-			if (p + i < len)
-				req->flags |= XPS_F_TOO_BIG;
-			goto more;
-		}
-		end = xps_forget(end);
+		__u64 f = x->f, cnt = x->cnt, cl = x->cl;
+		__u64 n_cl = cnt & 0xffff, n_conn = (cnt >> 16) & 0xffff,
+		      n_host = (cnt >> 32) & 0xffff,
+		      cl_nd = (cnt >> 48) & 0xff, host_len = cnt >> 56;
 
 		odd |= (f >> XPS__H_ODD_BIT) & 1;
 		odd |= (f >> XPS__H_CLBAD_BIT) & 1;
-		{
-			__u64 n_cl = cnt & 0xffff, n_conn = (cnt >> 16) & 0xffff,
-			      n_host = (cnt >> 32) & 0xffff,
-			      cl_nd = (cnt >> 48) & 0xff, host_len = cnt >> 56;
-
-			odd |= (n_cl > 1) | (cl_nd > 9) | (n_cl & xps_zero64(cl_nd));
-			odd |= (n_host > 1) | (n_conn > 1) |
-			       (n_host & xps_zero64(host_len));
-			/* HTTP/1.1 without Host is a 400. */
-			odd |= req->http_minor & xps_zero64(n_host);
-			if (cl && !((f >> XPS__H_CLBAD_BIT) & 1) && cl_nd <= 9)
-				req->flags |= XPS_HTTP_F_BODY;
-		}
+		odd |= (n_cl > 1) | (cl_nd > 9) | (n_cl & xps_zero64(cl_nd));
+		odd |= (n_host > 1) | (n_conn > 1) |
+		       (n_host & xps_zero64(host_len));
+		/* HTTP/1.1 without Host is a 400. */
+		odd |= req->http_minor & xps_zero64(n_host);
+		if (cl && !((f >> XPS__H_CLBAD_BIT) & 1) && cl_nd <= 9)
+			req->flags |= XPS_HTTP_F_BODY;
 		if ((f >> 5) & 1)
 			req->flags |= XPS_HTTP_F_CHUNKED;
 		if ((f >> 6) & 1)
@@ -388,10 +538,21 @@ more:
 		__builtin_memset(req->method, 0, sizeof(req->method));
 	req->kind = XPS_REQ_INCOMPLETE;
 	return req->kind;
-bad:
-	__builtin_memset(req, 0, sizeof(*req));
-	req->kind = XPS_REQ_MALFORMED;
-	return req->kind;
+}
+
+/*
+ * Parse the request at buf[off]; buf holds len (<= XPS_SCRATCH) bytes in an
+ * XPS_SCRATCH-byte buffer (map value or stack); req: any memory of
+ * sizeof(struct xps_http_req).  Returns req->kind.
+ */
+XPS_INLINE int xps_http_parse(const __u8 *buf, __u32 len, __u32 off,
+			      struct xps_http_req *req)
+{
+	int kind = xps_http__head(XPS_BUF(buf), len, off, req);
+
+	if (kind != XPS_REQ_NONE)
+		return kind;
+	return xps_http__rest(XPS_BUF(buf), len, off, req);
 }
 
 /*
@@ -399,30 +560,55 @@ bad:
  * into dst[0..29).  Days to civil date without loops (Howard Hinnant's
  * public-domain algorithm, re-derived here).
  */
-XPS_INLINE void xps_http_fmt_date(__u8 *dst, __u64 secs)
+/* Three bytes packed little-endian, picked without tables or branches:
+ * function-local "static const" tables end up in .rodata.str1.1 while
+ * their BTF says .rodata, which libbpf refuses ("Error finalizing .BTF"). */
+#define XPS__3(a, b, c)	((__u64)(a) | (__u64)(b) << 8 | (__u64)(c) << 16)
+#define XPS__PICK(v, k, a, b, c)	xps__mul01(XPS__3(a, b, c), xps_eq(v, k))
+
+struct xps_http_date {
+	__u8 b[XPS_HTTP_DATE_LEN];
+};
+
+/* A global function: the arithmetic's temporaries stay out of the
+ * caller's frame.  Returns XPS_HTTP_DATE_LEN. */
+XPS_GLOBAL int xps_http__fmt_date(struct xps_http_date *dt, __u64 secs)
 {
-	static const char wd[] = "ThuFriSatSunMonTueWed";
-	static const char mo[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+	__u8 *dst;
 	__u64 days = secs / 86400, sod = secs % 86400;
 	__u64 z = days + 719468, era = z / 146097, doe = z - era * 146097;
 	__u64 yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
 	__u64 y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
 	__u64 mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1;
-	__u64 m = mp < 10 ? mp + 3 : mp - 9, w = (days % 7) * 3;
-	__u64 h = sod / 3600, mi = sod / 60 % 60, s = sod % 60;
+	__u64 m = mp < 10 ? mp + 3 : mp - 9, w = days % 7;
+	__u64 h = sod / 3600, mi = sod / 60 % 60, s = sod % 60, wn, mn;
 
+	if (!dt)
+		return 0;
+	dst = dt->b;
 	y += m <= 2;
-	dst[0] = wd[w % 21];
-	dst[1] = wd[(w + 1) % 21];
-	dst[2] = wd[(w + 2) % 21];
+	/* 1970-01-01 was a Thursday. */
+	wn = XPS__PICK(w, 0, 'T', 'h', 'u') + XPS__PICK(w, 1, 'F', 'r', 'i') +
+	     XPS__PICK(w, 2, 'S', 'a', 't') + XPS__PICK(w, 3, 'S', 'u', 'n') +
+	     XPS__PICK(w, 4, 'M', 'o', 'n') + XPS__PICK(w, 5, 'T', 'u', 'e') +
+	     XPS__PICK(w, 6, 'W', 'e', 'd');
+	mn = XPS__PICK(m, 1, 'J', 'a', 'n') + XPS__PICK(m, 2, 'F', 'e', 'b') +
+	     XPS__PICK(m, 3, 'M', 'a', 'r') + XPS__PICK(m, 4, 'A', 'p', 'r') +
+	     XPS__PICK(m, 5, 'M', 'a', 'y') + XPS__PICK(m, 6, 'J', 'u', 'n') +
+	     XPS__PICK(m, 7, 'J', 'u', 'l') + XPS__PICK(m, 8, 'A', 'u', 'g') +
+	     XPS__PICK(m, 9, 'S', 'e', 'p') + XPS__PICK(m, 10, 'O', 'c', 't') +
+	     XPS__PICK(m, 11, 'N', 'o', 'v') + XPS__PICK(m, 12, 'D', 'e', 'c');
+	dst[0] = (__u8)wn;
+	dst[1] = (__u8)(wn >> 8);
+	dst[2] = (__u8)(wn >> 16);
 	dst[3] = ',';
 	dst[4] = ' ';
 	dst[5] = '0' + d / 10;
 	dst[6] = '0' + d % 10;
 	dst[7] = ' ';
-	dst[8] = mo[((m - 1) * 3) % 36];
-	dst[9] = mo[((m - 1) * 3 + 1) % 36];
-	dst[10] = mo[((m - 1) * 3 + 2) % 36];
+	dst[8] = (__u8)mn;
+	dst[9] = (__u8)(mn >> 8);
+	dst[10] = (__u8)(mn >> 16);
 	dst[11] = ' ';
 	dst[12] = '0' + y / 1000 % 10;
 	dst[13] = '0' + y / 100 % 10;
@@ -441,7 +627,26 @@ XPS_INLINE void xps_http_fmt_date(__u8 *dst, __u64 secs)
 	dst[26] = 'G';
 	dst[27] = 'M';
 	dst[28] = 'T';
+	return XPS_HTTP_DATE_LEN;
 }
+
+/* dst: XPS_HTTP_DATE_LEN bytes of memory. */
+XPS_INLINE void xps_http_fmt_date(__u8 *dst, __u64 secs)
+{
+	xps_http__fmt_date((struct xps_http_date *)(void *)dst, secs);
+}
+
+/* Append the n bytes (a constant) of src at dst[at]. */
+#define XPS__PUTN(dst, at, src, n)					\
+	do {								\
+		__u32 __i;						\
+		for (__i = 0; __i < (n); __i++) {			\
+			__u8 __b = (src)[__i];				\
+			XPS_OPAQUE(__b);	/* no memcpy() on BPF */ \
+			(dst)[XPS_IDX((at) + __i)] = __b;		\
+		}							\
+		(at) += (n);						\
+	} while (0)
 
 /* Append the literal @s at dst[at]; dst is XPS_SCRATCH bytes. */
 #define XPS__PUTS(dst, at, s)						\
@@ -455,17 +660,19 @@ XPS_INLINE void xps_http_fmt_date(__u8 *dst, __u64 secs)
 		(at) += sizeof(s) - 1;					\
 	} while (0)
 
-/* Append n bytes of src (n <= 64) at dst[at]. */
+/*
+ * Append n bytes of src (n <= 64) at dst[at]: all 64 bytes of @src are
+ * written, with no test on n (one path for the verifier whatever n is);
+ * the bytes past n are overwritten by what follows, or lie past the end
+ * of the response.  @src must have 64 readable bytes.
+ */
 XPS_INLINE __u32 xps_http__put(__u8 *dst, __u32 at, const __u8 *src, __u32 n)
 {
 	__u32 i;
 
 	for (i = 0; i < 64; i++) {
-		__u8 b;
+		__u8 b = src[i];
 
-		if (i >= n)
-			break;
-		b = src[i];
 		XPS_OPAQUE(b);		/* no memcpy() on BPF */
 		dst[XPS_IDX(at + i)] = b;
 	}
@@ -474,26 +681,45 @@ XPS_INLINE __u32 xps_http__put(__u8 *dst, __u32 at, const __u8 *src, __u32 n)
 
 /*
  * Status lines nginx uses for the codes a method filter returns; the
- * HTML title and heading repeat it.
+ * HTML title and heading repeat it.  Written in place (no pointers into
+ * string literals: they would need .rodata.str relocations).  Returns the
+ * new position; *n is the reason's length (0: unknown status).
  */
-XPS_INLINE const char *xps_http__reason(__u32 status, __u32 *n)
+XPS_INLINE __u32 xps_http__put_reason(__u8 *dst, __u32 at, __u32 status,
+				      __u32 *n)
+{
+	__u32 at0 = at;
+
+	switch (status) {
+	case 403:
+		XPS__PUTS(dst, at, "403 Forbidden");
+		break;
+	case 404:
+		XPS__PUTS(dst, at, "404 Not Found");
+		break;
+	case 405:
+		XPS__PUTS(dst, at, "405 Not Allowed");
+		break;
+	case 429:
+		XPS__PUTS(dst, at, "429 Too Many Requests");
+		break;
+	}
+	*n = at - at0;
+	return at;
+}
+
+XPS_INLINE __u32 xps_http__reason_len(__u32 status)
 {
 	switch (status) {
 	case 403:
-		*n = 13;
-		return "403 Forbidden";
 	case 404:
-		*n = 13;
-		return "404 Not Found";
+		return 13;
 	case 405:
-		*n = 15;
-		return "405 Not Allowed";
+		return 15;
 	case 429:
-		*n = 21;
-		return "429 Too Many Requests";
+		return 21;
 	}
-	*n = 0;
-	return "";
+	return 0;
 }
 
 /*
@@ -515,16 +741,31 @@ XPS_INLINE const char *xps_http__reason(__u32 status, __u32 *n)
  * xps_http_fmt_date().  @head leaves the body out (HEAD request) but keeps
  * its Content-Length.  Returns the length, or 0 for an unknown status.
  */
-XPS_INLINE __u32 xps_http_encode_error(__u8 *dst, __u32 status,
-				       const __u8 *server, __u32 server_len,
-				       const __u8 *date, int keepalive,
-				       int head)
-{
-	const char *reason;
-	__u32 rn, at = 0, body, i;
-	__u8 num[20];
+/* Sized views of the encoder's inputs, for the global function. */
+struct xps_http_server {
+	__u8 b[64];
+};
 
-	reason = xps_http__reason(status, &rn);
+/* @how: status in bits 0-15, keepalive bit 16, head bit 17.  A global
+ * function: its frame is not the caller's. */
+XPS_GLOBAL int xps_http__encode_error(struct xps_buf *dstb,
+				      const struct xps_http_server *srv,
+				      __u32 server_len,
+				      const struct xps_http_date *dt,
+				      __u32 how)
+{
+	__u32 status = how & 0xffff, rn, at = 0, body;
+	int keepalive = (how >> 16) & 1, head = (how >> 17) & 1;
+	__u8 *dst;
+	const __u8 *server, *date;
+	__u8 num[20] = {};
+
+	if (!dstb || !srv || !dt)
+		return 0;
+	dst = dstb->b;
+	server = srv->b;
+	date = dt->b;
+	rn = xps_http__reason_len(status);
 	if (!rn || server_len > 64)
 		return 0;
 	/* The body is fixed text around the reason (twice) and the server. */
@@ -534,30 +775,47 @@ XPS_INLINE __u32 xps_http_encode_error(__u8 *dst, __u32 status,
 	       sizeof("</center>\r\n</body>\r\n</html>\r\n") - 1;
 
 	XPS__PUTS(dst, at, "HTTP/1.1 ");
-	at = xps_http__put(dst, at, (const __u8 *)reason, rn);
+	at = xps_http__put_reason(dst, at, status, &rn);
 	XPS__PUTS(dst, at, "\r\nServer: ");
 	at = xps_http__put(dst, at, server, server_len);
 	XPS__PUTS(dst, at, "\r\nDate: ");
-	at = xps_http__put(dst, at, date, XPS_HTTP_DATE_LEN);
+	XPS__PUTN(dst, at, date, XPS_HTTP_DATE_LEN);
 	XPS__PUTS(dst, at, "\r\nContent-Type: text/html\r\nContent-Length: ");
 	rn = xps_fmt_u64(num, body);
-	at = xps_http__put(dst, at, num, rn);
+	XPS__PUTN(dst, at, num, 20);
+	at -= 20 - rn;
 	if (keepalive)
 		XPS__PUTS(dst, at, "\r\nConnection: keep-alive\r\n\r\n");
 	else
 		XPS__PUTS(dst, at, "\r\nConnection: close\r\n\r\n");
 	if (head)
-		return at;
-	reason = xps_http__reason(status, &rn);
+		return (int)at;
 	XPS__PUTS(dst, at, "<html>\r\n<head><title>");
-	at = xps_http__put(dst, at, (const __u8 *)reason, rn);
+	at = xps_http__put_reason(dst, at, status, &rn);
 	XPS__PUTS(dst, at, "</title></head>\r\n<body>\r\n<center><h1>");
-	at = xps_http__put(dst, at, (const __u8 *)reason, rn);
+	at = xps_http__put_reason(dst, at, status, &rn);
 	XPS__PUTS(dst, at, "</h1></center>\r\n<hr><center>");
 	at = xps_http__put(dst, at, server, server_len);
 	XPS__PUTS(dst, at, "</center>\r\n</body>\r\n</html>\r\n");
-	(void)i;
-	return at;
+	return (int)at;
+}
+
+/*
+ * The public signature: @dst an XPS_SCRATCH-byte buffer, @server 64 bytes
+ * of memory (the first @server_len used), @date XPS_HTTP_DATE_LEN bytes.
+ */
+XPS_INLINE __u32 xps_http_encode_error(__u8 *dst, __u32 status,
+				       const __u8 *server, __u32 server_len,
+				       const __u8 *date, int keepalive,
+				       int head)
+{
+	if (status > 0xffff)
+		return 0;
+	return (__u32)xps_http__encode_error(
+		(struct xps_buf *)(void *)dst,
+		(const struct xps_http_server *)(const void *)server,
+		server_len, (const struct xps_http_date *)(const void *)date,
+		status | (keepalive ? 1u << 16 : 0) | (head ? 1u << 17 : 0));
 }
 
 #endif /* __XPS_PROTO_HTTP_BPF_H */

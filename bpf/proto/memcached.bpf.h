@@ -50,17 +50,25 @@ enum { XPS__MCN_OK = 0, XPS__MCN_INVALID = 1, XPS__MCN_UNSURE = 2 };
  * which memcached answers with CLIENT_ERROR and no data block; anything
  * else strtol() might accept ('+5', leading tabs, overflow) is UNSURE.
  */
-XPS_INLINE int xps_mc__num(const __u8 *buf, __u32 s, __u32 e, int neg_ok,
-			   __u64 max, __s64 *val)
+struct xps_mc_num {
+	__u64 max;		/* in: largest value accepted */
+	__s64 val;		/* out */
+};
+
+XPS_GLOBAL int xps_mc__num(const struct xps_buf *buf, __u32 s, __u32 e,
+			   __u32 neg_ok, struct xps_mc_num *out)
 {
-	__u64 v = 0;
+	__u64 v = 0, max;
 	__u32 i, n = e - s, nd = 0;
 	int neg = 0;
 	__u8 c0;
 
+	if (!buf || !out)
+		return XPS__MCN_UNSURE;
+	max = out->max;
 	if (!n)
 		return XPS__MCN_INVALID;
-	c0 = XPS_AT(buf, s);
+	c0 = XPS_AT(buf->b, s);
 	if (c0 == '+' || c0 == '\t' || c0 == '\v' || c0 == '\f' ||
 	    c0 == '\r')
 		return XPS__MCN_UNSURE;
@@ -76,7 +84,7 @@ XPS_INLINE int xps_mc__num(const __u8 *buf, __u32 s, __u32 e, int neg_ok,
 
 		if (i >= n)
 			break;
-		c = XPS_AT(buf, s + i);
+		c = XPS_AT(buf->b, s + i);
 		if (c < '0' || c > '9') {
 			/* strtol() stops here; a space-like byte is accepted. */
 			if (c == '\t' || c == '\v' || c == '\f' || c == '\r' ||
@@ -89,15 +97,27 @@ XPS_INLINE int xps_mc__num(const __u8 *buf, __u32 s, __u32 e, int neg_ok,
 	}
 	if (i < n || !nd || nd > 10 || v > max)
 		return XPS__MCN_UNSURE;
-	*val = neg ? -(__s64)v : (__s64)v;
+	out->val = neg ? -(__s64)v : (__s64)v;
 	return XPS__MCN_OK;
 }
 
-XPS_INLINE void xps_mc__tok_words(const __u8 *buf,
+/* The number of token @k (s..e) of @buf; *val is set only when OK. */
+XPS_INLINE int xps_mc__num_tok(const struct xps_buf *buf, __u32 s, __u32 e,
+			       int neg_ok, __u64 max, __s64 *val)
+{
+	struct xps_mc_num n = { .max = max };
+	int r = xps_mc__num(buf, s, e, neg_ok ? 1 : 0, &n);
+
+	if (r == XPS__MCN_OK)
+		*val = n.val;
+	return r;
+}
+
+XPS_INLINE void xps_mc__tok_words(const struct xps_buf *buf,
 				  const struct xps_mc_tokens *t, __u32 k,
 				  struct xps_words *wd)
 {
-	xps_pack_words(buf, t->s[k & 15], t->e[k & 15] - t->s[k & 15], 0, wd);
+	xps__pack_words(buf, t->s[k & 15], t->e[k & 15] - t->s[k & 15], 0, wd);
 }
 
 /* Which memcached commands the classifier tells apart. */
@@ -110,8 +130,10 @@ enum xps_mc_cmd {
 	XPS_MC_MG, XPS_MC_MS, XPS_MC_MD, XPS_MC_MA,
 };
 
-XPS_INLINE __u32 xps_mc_lookup(const struct xps_words *wd)
+XPS_GLOBAL int xps_mc_lookup(const struct xps_words *wd)
 {
+	if (!wd)
+		return XPS_MC_OTHER;
 	if (XPS_WORDS_IS(wd, "get"))
 		return XPS_MC_GET;
 	if (XPS_WORDS_IS(wd, "gets"))
@@ -201,10 +223,11 @@ XPS_INLINE void xps_mc__add_keys(struct xps_kv_req *req,
 		req->flags |= XPS_F_ALL;
 }
 
-XPS_INLINE int xps_mc__tok_is(const __u8 *buf, const struct xps_mc_tokens *t,
+XPS_INLINE int xps_mc__tok_is(const struct xps_buf *buf,
+			      const struct xps_mc_tokens *t,
 			      __u32 k, __u32 ntok, int noreply)
 {
-	struct xps_words wd;
+	struct xps_words wd = {};
 
 	if (k >= ntok || k >= XPS_MC_TOKENS_KEPT)
 		return 0;
@@ -213,84 +236,151 @@ XPS_INLINE int xps_mc__tok_is(const __u8 *buf, const struct xps_mc_tokens *t,
 }
 
 /* Meta commands with the 'b' flag carry the key base64-encoded. */
-XPS_INLINE int xps_mc__meta_b64(const __u8 *buf, const struct xps_mc_tokens *t,
-				__u32 ntok)
+XPS_INLINE int xps_mc__meta_b64(const struct xps_buf *buf,
+				const struct xps_mc_tokens *t, __u32 ntok)
 {
 	__u32 k;
 
 	for (k = 2; k < XPS_MC_TOKENS_KEPT; k++) {
 		if (k >= ntok)
 			break;
-		if (XPS_AT(buf, t->s[k]) == 'b')
+		if (XPS_AT(buf->b, t->s[k]) == 'b')
 			return 1;
 	}
 	return ntok > XPS_MC_TOKENS_KEPT;
 }
 
+/* What the line tokenizer found. */
+struct xps_mc_line {
+	struct xps_mc_tokens t;
+	__u64 ctl;		/* bit k: token k holds a byte a key must
+				 * not contain */
+	__u32 ntok;		/* tokens (finished ones when INCOMPLETE) */
+	__u32 nl;		/* position of the '\n' (+ 1 while running) */
+	__u32 st;		/* XPS__MCL_* */
+	/* while running */
+	__u32 in_tok, off, len;
+};
+/* It lives in struct xps_kv_req.ws, not on the stack. */
+_Static_assert(sizeof(struct xps_mc_line) <= XPS_KV_WS,
+	       "tokenizer state must fit in struct xps_kv_req.ws");
+#define XPS__MCLINE(req)	((struct xps_mc_line *)(void *)(req)->ws)
+
+/* The bpf_loop() context (stack): pointers may not be stored in maps. */
+struct xps_mc__tctx {
+	const struct xps_buf *buf;
+	struct xps_mc_line *ln;
+};
+
+enum { XPS__MCL_OK = 0, XPS__MCL_MORE = 1, XPS__MCL_NUL = 2 };
+
 /*
- * Classify the request at buf[off]; buf holds len (<= XPS_SCRATCH) bytes in
- * an XPS_SCRATCH-byte buffer.  Returns req->kind.
+ * One byte of the line: buf[off + idx].  Branch-free but for the exit
+ * test: token starts and ends are stored at index ntok, or in the spare
+ * slot 15 when the byte is neither.  Returns 1 at the end of the line.
  */
-XPS_INLINE int xps_mc_parse(const __u8 *buf, __u32 len, __u32 off,
-			    struct xps_kv_req *req)
+XPS_CALLBACK long xps_mc__tbyte(__u64 idx, void *vx)
 {
-	struct xps_mc_tokens t = {};
-	struct xps_words wd;
-	__u64 ntok = 0, in_tok = 0, ctl = 0, c = 0;
-	__u32 i, nl = 0, nul = 0, cmd, key_ok = 1, k, line;
+	struct xps_mc__tctx *cx = vx;
+	const struct xps_buf *buf = cx->buf;
+	struct xps_mc_line *ln = cx->ln;
+	__u64 ntok = ln->ntok, in_tok = ln->in_tok, len = ln->len;
+	__u64 p = ln->off + (__u32)idx, c, c2, sep, start, stop, bad;
+
+	c = XPS_AT(buf->b, p);
+	/* tokenize_command() uses strlen(): a NUL cuts the line. */
+	if (xps_ge(p, len) | xps_eq(c, '\n') | xps_eq(c, 0)) {
+		if (p >= len)
+			return 1;
+		if (c == 0)
+			ln->st = XPS__MCL_NUL;
+		else
+			ln->nl = p + 1;	/* + 1: 0 means not found */
+		return 1;
+	}
+	/* The byte after, or 0 past len (the buffer holds junk). */
+	c2 = XPS_AT(buf->b, p + 1) * (xps_ge(p + 1, len) ^ 1);
+	sep = xps_eq(c, ' ') |
+	      (xps_eq(c, '\r') & xps_eq(c2, '\n') & (idx ? 1 : 0));
+	start = (in_tok ^ 1) & (sep ^ 1);
+	stop = in_tok & sep;
+	ln->t.s[xps_sel(start, ntok, 15) & 15] = (__u16)p;
+	ln->t.e[xps_sel(stop, ntok, 15) & 15] = (__u16)p;
+	bad = (xps_in(c, 0, 0x20) | xps_eq(c, 0x7f)) & (sep ^ 1);
+	ln->ctl |= bad << (ntok & 63);
+	ln->ntok = (__u32)(ntok + stop);
+	ln->in_tok = (__u32)((in_tok & (sep ^ 1)) | start);
+	return 0;
+}
+
+/*
+ * Split the line at buf[off] into tokens, in @ln.  A global function; the
+ * byte loop is a bpf_loop() callback, verified until it converges rather
+ * than once per byte.
+ */
+XPS_GLOBAL int xps_mc__tokenize(const struct xps_buf *buf, __u32 len,
+				__u32 off, struct xps_mc_line *ln)
+{
+	struct xps_mc__tctx cx = {};
+	__u32 nl, ntok, in_tok;
+
+	if (!buf || !ln)
+		return XPS__MCL_NUL;
+	__builtin_memset(ln, 0, sizeof(*ln));
+	ln->off = off;
+	ln->len = len;
+	ln->st = XPS__MCL_MORE;
+	cx.buf = buf;
+	cx.ln = ln;
+	XPS_LOOP(XPS_MC_LINE_MAX, xps_mc__tbyte, &cx);
+	if (ln->st == XPS__MCL_NUL)
+		return ln->st;
+	nl = ln->nl;
+	if (!nl) {
+		ln->st = XPS__MCL_MORE;
+		return ln->st;
+	}
+	nl -= 1;
+	ntok = ln->ntok;
+	in_tok = ln->in_tok & 1;
+	/* The '\n' ends the token being read. */
+	ln->t.e[xps_sel(in_tok, ntok, 15) & 15] = (__u16)nl;
+	ln->ntok = ntok + in_tok;
+	ln->nl = nl;
+	ln->st = XPS__MCL_OK;
+	return ln->st;
+}
+
+/*
+ * Classify the tokenized line @ln at buf[off] into @req (zeroed by the
+ * caller).  A global function: verified once.  Returns req->kind.
+ */
+XPS_GLOBAL int xps_mc__classify(const struct xps_buf *buf, __u32 len,
+				__u32 off, const struct xps_mc_line *ln,
+				struct xps_kv_req *req)
+{
+	const struct xps_mc_tokens *t;
+	struct xps_words wd = {};
+	__u64 ntok, ctl;
+	__u32 nl, cmd, key_ok = 1, k, line;
 	__s64 vlen = 0, num;
 	int r;
 
-	__builtin_memset(req, 0, sizeof(*req));
-	if (len > XPS_SCRATCH)
-		len = XPS_SCRATCH;
-	if (off >= len) {
-		req->kind = XPS_REQ_INCOMPLETE;
-		return req->kind;
-	}
-
-	/*
-	 * One branch-free pass: token starts and ends are stored at index
-	 * ntok, or in the spare slot 15 when the byte is neither.  ctl has bit
-	 * k set when token k holds a byte a key must not contain.
-	 */
-	for (i = 0; i < XPS_MC_LINE_MAX; i++) {
-		__u64 p = off + i, c2, sep, start, stop, bad;
-
-		c = XPS_AT(buf, p);
-		/* One exit test per byte (see xps_redis__parse_inline).
-		 * tokenize_command() uses strlen(): a NUL cuts the line. */
-		if (xps_ge(p, len) | xps_eq(c, '\n') | xps_eq(c, 0)) {
-			if (p >= len)
-				break;
-			if (c == 0)
-				nul = 1;
-			else
-				nl = p + 1;	/* + 1: 0 means not found */
-			break;
-		}
-		/* The byte after, or 0 past len (the buffer holds junk). */
-		c2 = XPS_AT(buf, p + 1) & (0 - (xps_ge(p + 1, len) ^ 1));
-		sep = xps_eq(c, ' ') |
-		      (xps_eq(c, '\r') & xps_eq(c2, '\n') & (i ? 1 : 0));
-		start = (in_tok ^ 1) & (sep ^ 1);
-		stop = in_tok & sep;
-		t.s[xps_sel(start, ntok, 15) & 15] = (__u16)p;
-		t.e[xps_sel(stop, ntok, 15) & 15] = (__u16)p;
-		bad = (xps_in(c, 0, 0x20) | xps_eq(c, 0x7f)) & (sep ^ 1);
-		ctl |= bad << (ntok & 63);
-		ntok += stop;
-		in_tok = (in_tok & (sep ^ 1)) | start;
-	}
-	if (nul)
+	if (!buf || !ln || !req)
+		return XPS_REQ_MALFORMED;
+	/* Read in place (req->ws): a copy would cost 64 bytes of stack. */
+	t = &ln->t;
+	ntok = ln->ntok;
+	ctl = ln->ctl;
+	if (ln->st == XPS__MCL_NUL)
 		goto bad;
-	if (!nl) {
+	if (ln->st != XPS__MCL_OK) {
 		if (len - off >= XPS_MC_LINE_MAX)
 			req->flags |= XPS_F_TOO_BIG;
 		/* The tokens finished so far may already tell the command. */
 		if (ntok) {
-			xps_mc__tok_words(buf, &t, 0, &wd);
-			cmd = xps_mc_lookup(&wd);
+			xps_mc__tok_words(buf, t, 0, &wd);
+			cmd = (__u32)xps_mc_lookup(&wd);
 			if (cmd == XPS_MC_GET || cmd == XPS_MC_GETS) {
 				req->hint = XPS_REQ_SERVE;
 			} else if (cmd == XPS_MC_HARMLESS) {
@@ -302,7 +392,7 @@ XPS_INLINE int xps_mc_parse(const __u8 *buf, __u32 len, __u32 off,
 				if (ntok >= 2 && cmd != XPS_MC_GAT &&
 				    cmd != XPS_MC_GATS && cmd != XPS_MC_OTHER &&
 				    cmd != XPS_MC_FLUSH_ALL)
-					xps_mc__add_key(req, &t, 1);
+					xps_mc__add_key(req, t, 1);
 				else
 					req->flags |= XPS_F_ALL;
 			}
@@ -310,12 +400,7 @@ XPS_INLINE int xps_mc_parse(const __u8 *buf, __u32 len, __u32 off,
 		req->kind = XPS_REQ_INCOMPLETE;
 		return req->kind;
 	}
-	nl -= 1;
-	/* The '\n' ends the token being read. */
-	t.e[xps_sel(in_tok, ntok, 15) & 15] = (__u16)nl;
-	ntok += in_tok;
-	/* For the verifier: all loop exits are one state from here. */
-	nl = xps_forget(nl);
+	nl = ln->nl;
 	line = nl + 1 - off;
 	req->req_len = line;
 	req->argc = ntok > 0xffff ? 0xffff : (__u16)ntok;
@@ -324,11 +409,10 @@ XPS_INLINE int xps_mc_parse(const __u8 *buf, __u32 len, __u32 off,
 		req->kind = XPS_REQ_HARMLESS;
 		return req->kind;
 	}
-	req->name.off = t.s[0];
-	req->name.len = t.e[0] - t.s[0];
-	xps_mc__tok_words(buf, &t, 0, &wd);
-	cmd = xps_mc_lookup(&wd);
-
+	req->name.off = t->s[0];
+	req->name.len = t->e[0] - t->s[0];
+	xps_mc__tok_words(buf, t, 0, &wd);
+	cmd = (__u32)xps_mc_lookup(&wd);
 	switch (cmd) {
 	case XPS_MC_GET:
 	case XPS_MC_GETS:
@@ -341,9 +425,9 @@ XPS_INLINE int xps_mc_parse(const __u8 *buf, __u32 len, __u32 off,
 		for (k = 1; k <= XPS_MAX_KEYS; k++) {
 			if (k >= ntok)
 				break;
-			if (t.e[k] - t.s[k] > XPS_MC_KEY_MAX || (ctl >> k) & 1)
+			if (t->e[k] - t->s[k] > XPS_MC_KEY_MAX || (ctl >> k) & 1)
 				key_ok = 0;
-			xps_mc__add_key(req, &t, k);
+			xps_mc__add_key(req, t, k);
 		}
 		if (key_ok)
 			req->kind = XPS_REQ_SERVE;
@@ -362,24 +446,24 @@ XPS_INLINE int xps_mc_parse(const __u8 *buf, __u32 len, __u32 off,
 		req->kind = XPS_REQ_HARMLESS;
 		if (ntok != base && ntok != base + 1)
 			break;
-		if (t.e[1] - t.s[1] > XPS_MC_KEY_MAX)
+		if (t->e[1] - t->s[1] > XPS_MC_KEY_MAX)
 			break;
-		r = xps_mc__num(buf, t.s[2], t.e[2], 0, 0xffffffffULL, &num);
+		r = xps_mc__num_tok(buf, t->s[2], t->e[2], 0, 0xffffffffULL, &num);
 		if (r == XPS__MCN_OK)
-			r = xps_mc__num(buf, t.s[3], t.e[3], 1, 0x7fffffff, &num);
+			r = xps_mc__num_tok(buf, t->s[3], t->e[3], 1, 0x7fffffff, &num);
 		if (r == XPS__MCN_OK)
-			r = xps_mc__num(buf, t.s[4], t.e[4], 1, 0x7fffffff, &vlen);
+			r = xps_mc__num_tok(buf, t->s[4], t->e[4], 1, 0x7fffffff, &vlen);
 		if (r == XPS__MCN_OK && cmd == XPS_MC_CAS)
-			r = xps_mc__num(buf, t.s[5], t.e[5], 0,
-					0xffffffffffffffffULL, &num);
+			r = xps_mc__num_tok(buf, t->s[5], t->e[5], 0,
+					    0xffffffffffffffffULL, &num);
 		if (r == XPS__MCN_UNSURE)
 			goto bad;
 		if (r == XPS__MCN_INVALID || vlen < 0 || vlen > 0x7ffffffd)
 			break;
-		if (xps_mc__tok_is(buf, &t, base, ntok, 1))
+		if (xps_mc__tok_is(buf, t, base, ntok, 1))
 			req->flags |= XPS_F_NOREPLY;
 		req->kind = XPS_REQ_INVALIDATE;
-		xps_mc__add_key(req, &t, 1);
+		xps_mc__add_key(req, t, 1);
 		/* The data block and its two trailing bytes, unchecked:
 		 * memcached consumes them whatever they are. */
 		req->req_len = line + (__u32)vlen + 2;
@@ -389,14 +473,14 @@ XPS_INLINE int xps_mc_parse(const __u8 *buf, __u32 len, __u32 off,
 		req->kind = XPS_REQ_HARMLESS;
 		if (ntok < 3)
 			break;
-		r = xps_mc__num(buf, t.s[2], t.e[2], 0, 0x7ffffffd, &vlen);
-		if (r != XPS__MCN_OK || t.e[1] - t.s[1] > XPS_MC_KEY_MAX)
+		r = xps_mc__num_tok(buf, t->s[2], t->e[2], 0, 0x7ffffffd, &vlen);
+		if (r != XPS__MCN_OK || t->e[1] - t->s[1] > XPS_MC_KEY_MAX)
 			goto bad;
 		req->kind = XPS_REQ_INVALIDATE;
-		if (xps_mc__meta_b64(buf, &t, ntok))
+		if (xps_mc__meta_b64(buf, t, ntok))
 			req->flags |= XPS_F_ALL;
 		else
-			xps_mc__add_key(req, &t, 1);
+			xps_mc__add_key(req, t, 1);
 		req->req_len = line + (__u32)vlen + 2;
 		break;
 	case XPS_MC_MG:
@@ -407,18 +491,18 @@ XPS_INLINE int xps_mc_parse(const __u8 *buf, __u32 len, __u32 off,
 		if (ntok < 2)
 			break;
 		req->kind = XPS_REQ_INVALIDATE;
-		if (xps_mc__meta_b64(buf, &t, ntok))
+		if (xps_mc__meta_b64(buf, t, ntok))
 			req->flags |= XPS_F_ALL;
 		else
-			xps_mc__add_key(req, &t, 1);
+			xps_mc__add_key(req, t, 1);
 		break;
 	case XPS_MC_DELETE:
 		req->kind = XPS_REQ_HARMLESS;
 		if (ntok < 2 || ntok > 4)
 			break;
 		req->kind = XPS_REQ_INVALIDATE;
-		xps_mc__add_key(req, &t, 1);
-		if (xps_mc__tok_is(buf, &t, ntok - 1, ntok, 1))
+		xps_mc__add_key(req, t, 1);
+		if (xps_mc__tok_is(buf, t, ntok - 1, ntok, 1))
 			req->flags |= XPS_F_NOREPLY;
 		break;
 	case XPS_MC_INCR:
@@ -428,8 +512,8 @@ XPS_INLINE int xps_mc_parse(const __u8 *buf, __u32 len, __u32 off,
 		if (ntok != 3 && ntok != 4)
 			break;
 		req->kind = XPS_REQ_INVALIDATE;
-		xps_mc__add_key(req, &t, 1);
-		if (xps_mc__tok_is(buf, &t, 3, ntok, 1))
+		xps_mc__add_key(req, t, 1);
+		if (xps_mc__tok_is(buf, t, 3, ntok, 1))
 			req->flags |= XPS_F_NOREPLY;
 		break;
 	case XPS_MC_GAT:
@@ -439,16 +523,16 @@ XPS_INLINE int xps_mc_parse(const __u8 *buf, __u32 len, __u32 off,
 		if (ntok < 3)
 			break;
 		req->kind = XPS_REQ_INVALIDATE;
-		xps_mc__add_keys(req, &t, 2, ntok);
+		xps_mc__add_keys(req, t, 2, ntok);
 		break;
 	case XPS_MC_FLUSH_ALL:
 		req->kind = XPS_REQ_INVALIDATE;
 		req->flags |= XPS_F_ALL;
 		/* flush_all <delay>: items die later, not now. */
-		if (ntok >= 2 && !xps_mc__tok_is(buf, &t, 1, ntok, 1) &&
-		    !xps_mc__tok_is(buf, &t, 1, ntok, 0))
+		if (ntok >= 2 && !xps_mc__tok_is(buf, t, 1, ntok, 1) &&
+		    !xps_mc__tok_is(buf, t, 1, ntok, 0))
 			req->flags |= XPS_F_DEFERRED;
-		if (xps_mc__tok_is(buf, &t, ntok - 1, ntok, 1))
+		if (xps_mc__tok_is(buf, t, ntok - 1, ntok, 1))
 			req->flags |= XPS_F_NOREPLY;
 		break;
 	case XPS_MC_HARMLESS:
@@ -484,6 +568,37 @@ bad:
 	return req->kind;
 }
 
+
+/*
+ * Classify the request at buf[off]; buf holds len (<= XPS_SCRATCH) bytes in
+ * an XPS_SCRATCH-byte buffer.  Returns req->kind.
+ */
+XPS_GLOBAL int xps_mc__parse(const struct xps_buf *buf, __u32 len, __u32 off,
+			     struct xps_kv_req *req)
+{
+	if (!buf || !req)
+		return XPS_REQ_MALFORMED;
+	__builtin_memset(req, 0, sizeof(*req));
+	if (len > XPS_SCRATCH)
+		len = XPS_SCRATCH;
+	if (off >= len) {
+		req->kind = XPS_REQ_INCOMPLETE;
+		return req->kind;
+	}
+	xps_mc__tokenize(buf, len, off, XPS__MCLINE(req));
+	return xps_mc__classify(buf, len, off, XPS__MCLINE(req), req);
+}
+
+/*
+ * buf: XPS_SCRATCH bytes (map value or stack); req: any memory of
+ * sizeof(struct xps_kv_req).
+ */
+XPS_INLINE int xps_mc_parse(const __u8 *buf, __u32 len, __u32 off,
+			    struct xps_kv_req *req)
+{
+	return xps_mc__parse(XPS_BUF(buf), len, off, req);
+}
+
 /*
  * UDP frame header: request id, sequence number, datagram count, reserved,
  * all big-endian.  memcached 1.6 drops requests whose count is not 1 and
@@ -514,17 +629,19 @@ XPS_INLINE void xps_mc_udp_encode(__u8 *dst, __u16 req_id, __u16 seq,
 	dst[7] = 0;
 }
 
-/* Append a decimal number at dst[at]; returns the new position. */
+/*
+ * Append a decimal number at dst[at]; returns the new position.  All 20
+ * digit bytes are written (no test on the digit count, so one path for the
+ * verifier); those past the number are overwritten by what follows.
+ */
 XPS_INLINE __u32 xps_mc__put_num(__u8 *dst, __u32 at, __u64 v)
 {
-	__u8 d[20];
+	struct xps_digits d = {};
 	__u32 n, i;
 
-	n = xps_fmt_u64(d, v);
+	n = (__u32)xps__fmt_digits(&d, v);
 	for (i = 0; i < 20; i++) {
-		if (i >= n)
-			break;
-		__u8 b = d[i];
+		__u8 b = d.b[i];
 
 		XPS_OPAQUE(b);		/* no memcpy() on BPF */
 		dst[XPS_IDX(at + i)] = b;
@@ -532,20 +649,36 @@ XPS_INLINE __u32 xps_mc__put_num(__u8 *dst, __u32 at, __u64 v)
 	return at + n;
 }
 
+/* Arguments of xps_mc__encode_value_hdr() (more than five). */
+struct xps_mc_vhdr {
+	__u64 cas;
+	__u32 flags, bytes;
+	struct xps_span key;
+	__u32 with_cas;
+};
+
+/* Bytes the header encoder may write past its result (see put_num). */
+#define XPS__MC_VHDR_SLACK	20
+
 /*
- * "VALUE <key> <flags> <bytes>[ <cas>]\r\n" at dst[at] (dst is an
- * XPS_SCRATCH-byte buffer; the key is @key of the XPS_SCRATCH-byte @kbuf).
- * Returns the position after it, or 0 when it would not fit.
+ * "VALUE <key> <flags> <bytes>[ <cas>]\r\n" at dst[at].  A global
+ * function; the key is copied without a test on its length (all
+ * XPS_MC_KEY_MAX bytes, the rest overwritten by what follows).
  */
-XPS_INLINE __u32 xps_mc_encode_value_hdr(__u8 *dst, __u32 at,
-					 const __u8 *kbuf, struct xps_span key,
-					 __u32 flags, __u32 bytes, __u64 cas,
-					 int with_cas)
+XPS_GLOBAL int xps_mc__encode_value_hdr(struct xps_buf *dstb, __u32 at,
+					const struct xps_buf *kbuf,
+					const struct xps_mc_vhdr *a)
 {
+	struct xps_span key;
+	__u8 *dst;
 	__u32 i;
 
+	if (!dstb || !kbuf || !a)
+		return 0;
+	dst = dstb->b;
+	key = a->key;
 	if (key.len > XPS_MC_KEY_MAX ||
-	    at + XPS_MC_VALUE_HDR_MAX > XPS_SCRATCH)
+	    at + XPS_MC_VALUE_HDR_MAX + XPS__MC_VHDR_SLACK > XPS_SCRATCH)
 		return 0;
 	dst[XPS_IDX(at + 0)] = 'V';
 	dst[XPS_IDX(at + 1)] = 'A';
@@ -555,25 +688,43 @@ XPS_INLINE __u32 xps_mc_encode_value_hdr(__u8 *dst, __u32 at,
 	dst[XPS_IDX(at + 5)] = ' ';
 	at += 6;
 	for (i = 0; i < XPS_MC_KEY_MAX; i++) {
-		if (i >= key.len)
-			break;
-		__u8 b = XPS_AT(kbuf, key.off + i);
+		__u8 b = XPS_AT(kbuf->b, key.off + i);
 
 		XPS_OPAQUE(b);		/* no memcpy() on BPF */
 		dst[XPS_IDX(at + i)] = b;
 	}
 	at += key.len;
 	dst[XPS_IDX(at++)] = ' ';
-	at = xps_mc__put_num(dst, at, flags);
+	at = xps_mc__put_num(dst, at, a->flags);
 	dst[XPS_IDX(at++)] = ' ';
-	at = xps_mc__put_num(dst, at, bytes);
-	if (with_cas) {
+	at = xps_mc__put_num(dst, at, a->bytes);
+	if (a->with_cas) {
 		dst[XPS_IDX(at++)] = ' ';
-		at = xps_mc__put_num(dst, at, cas);
+		at = xps_mc__put_num(dst, at, a->cas);
 	}
 	dst[XPS_IDX(at++)] = '\r';
 	dst[XPS_IDX(at++)] = '\n';
-	return at;
+	return (int)at;
+}
+
+/*
+ * "VALUE <key> <flags> <bytes>[ <cas>]\r\n" at dst[at] (dst is an
+ * XPS_SCRATCH-byte buffer; the key is @key of the XPS_SCRATCH-byte @kbuf).
+ * Returns the position after it, or 0 when it would not fit (the encoder
+ * needs XPS_MC_VALUE_HDR_MAX + 20 bytes of room from @at).
+ */
+XPS_INLINE __u32 xps_mc_encode_value_hdr(__u8 *dst, __u32 at,
+					 const __u8 *kbuf, struct xps_span key,
+					 __u32 flags, __u32 bytes, __u64 cas,
+					 int with_cas)
+{
+	struct xps_mc_vhdr a = {
+		.cas = cas, .flags = flags, .bytes = bytes, .key = key,
+		.with_cas = with_cas ? 1 : 0,
+	};
+
+	return (__u32)xps_mc__encode_value_hdr((struct xps_buf *)(void *)dst,
+					       at, XPS_BUF(kbuf), &a);
 }
 
 /*

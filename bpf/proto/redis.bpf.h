@@ -356,51 +356,125 @@ enum xps_redis_class {
 	X("GET", XPS__RO)						\
 	X("HELP", XPS__RO)
 
-#define XPS__RLOOKUP(name, info)					\
-	if (XPS_WORDS_IS(wd, name))					\
-		return (info);
+/* The tables as constant data (.rodata), searched by a loop: a chain of
+ * ~300 compares becomes a switch tree that spills to the stack. */
+struct xps__rcmd {
+	__u64 w0, w1, w2;
+	__u32 len, info;
+};
+#define XPS__RTAB(name, info)						\
+	{ XPS_PACK(name, 0), XPS_PACK(name, 1), XPS_PACK(name, 2),	\
+	  sizeof(name) - 1, (info) },
+static const struct xps__rcmd xps__redis_cmds[] = {
+	XPS_REDIS_COMMANDS(XPS__RTAB)
+};
+static const struct xps__rcmd xps__redis_client[] = {
+	XPS_REDIS_CLIENT_SUBS(XPS__RTAB)
+};
+static const struct xps__rcmd xps__redis_config[] = {
+	XPS_REDIS_CONFIG_SUBS(XPS__RTAB)
+};
+#define XPS__N(a)	(sizeof(a) / sizeof((a)[0]))
+
+enum { XPS__RT_CMD = 0, XPS__RT_CLIENT = 1, XPS__RT_CONFIG = 2 };
+
+/*
+ * Look @wd up in table @which (XPS__RT_*).  Returns the entry's info, or
+ * the table's default: XPS_RC_UNKNOWN for commands, "state, global" for
+ * CLIENT subcommands, "all, global" for CONFIG ones.  A global function.
+ */
+XPS_GLOBAL int xps_redis__lookup(const struct xps_words *wd, __u32 which)
+{
+	const struct xps__rcmd *tab = xps__redis_cmds;
+	__u32 n = XPS__N(xps__redis_cmds), i, len, dflt = XPS_RC_UNKNOWN;
+	__u64 w0, w1, w2;
+
+	if (which == XPS__RT_CLIENT) {
+		tab = xps__redis_client;
+		n = XPS__N(xps__redis_client);
+		dflt = XPS__ST(XPS_F_GLOBAL);
+	} else if (which == XPS__RT_CONFIG) {
+		tab = xps__redis_config;
+		n = XPS__N(xps__redis_config);
+		dflt = XPS__ALL(XPS__GL);
+	}
+	if (!wd)
+		return (int)dflt;
+	len = wd->len;
+	w0 = wd->w[0];
+	w1 = wd->w[1];
+	w2 = wd->w[2];
+	if (!len)
+		return (int)dflt;
+	for (i = 0; i < XPS__N(xps__redis_cmds); i++) {
+		if (i >= n)
+			break;
+		/* One test per entry: separate compares would teach the
+		 * verifier len (then w0...) on the fall-through paths and
+		 * make it walk the rest of the table once per prefix. */
+		__u64 d = (tab[i].len ^ len) | (tab[i].w0 ^ w0) |
+			  (tab[i].w1 ^ w1) | (tab[i].w2 ^ w2);
+
+		XPS_OPAQUE(d);
+		if (!d)
+			return (int)tab[i].info;
+	}
+	return (int)dflt;
+}
 
 XPS_INLINE __u32 xps_redis_lookup(const struct xps_words *wd)
 {
-	XPS_REDIS_COMMANDS(XPS__RLOOKUP)
-	return XPS_RC_UNKNOWN;
+	return (__u32)xps_redis__lookup(wd, XPS__RT_CMD);
 }
 
 XPS_INLINE __u32 xps_redis_lookup_client(const struct xps_words *wd)
 {
-	XPS_REDIS_CLIENT_SUBS(XPS__RLOOKUP)
-	return XPS__ST(XPS_F_GLOBAL);
+	return (__u32)xps_redis__lookup(wd, XPS__RT_CLIENT);
 }
 
 XPS_INLINE __u32 xps_redis_lookup_config(const struct xps_words *wd)
 {
-	XPS_REDIS_CONFIG_SUBS(XPS__RLOOKUP)
-	return XPS__ALL(XPS__GL);
+	return (__u32)xps_redis__lookup(wd, XPS__RT_CONFIG);
 }
 
 enum { XPS__NUM_OK = 0, XPS__NUM_MORE = 1, XPS__NUM_BAD = 2 };
+
+/* What xps_redis__num() found. */
+struct xps_redis_num {
+	__s64 val;
+	__u32 next;		/* first byte after the number's CR and the
+				 * byte Redis skips after it */
+	__u32 st;		/* XPS__NUM_* */
+};
 
 /*
  * The number after '*' or '$', as Redis reads it: string2ll() on the bytes
  * up to the first '\r' ("0" or -?[1-9][0-9]*), then Redis skips the '\r'
  * and whatever byte follows without looking at it.  19+ digits are refused
  * here (Redis overflows at 19-20); that only turns a request Redis rejects,
- * or accepts as empty, into MALFORMED.
+ * or accepts as empty, into MALFORMED.  A global function: verified once,
+ * and its results come back to the caller as unknown values, so that all
+ * the caller's paths through it are one.  Returns out->st.
  */
-XPS_INLINE int xps_redis__num(const __u8 *buf, __u32 len, __u32 pos,
-			      int neg_ok, __s64 *val, __u32 *next)
+XPS_GLOBAL int xps_redis__num(const struct xps_buf *buf, __u32 len, __u32 pos,
+			      __u32 neg_ok, struct xps_redis_num *out)
 {
 	__u64 v = 0, nd = 0, neg = 0, zero = 0, c = 0;
 	__u32 i, p = pos;
 
-	/* Branch-free but for the one exit test: see xps_forget(). */
+	if (!buf || !out)
+		return XPS__NUM_BAD;
+	out->val = 0;
+	out->next = 0;
+	out->st = XPS__NUM_BAD;
+	/* Branch-free but for the one exit test. */
 	for (i = 0; i < 21; i++) {
 		__u64 dig, minus;
 
 		p = pos + i;
-		c = XPS_AT(buf, p);
+		c = XPS_AT(buf->b, p);
 		dig = xps_in(c, '0', '9');
-		minus = xps_eq(c, '-') & (i == 0 && neg_ok ? 1 : 0);
+		minus = xps_eq(c, '-') * (i == 0 && neg_ok ? 1 : 0);
 		if (xps_ge(p, len) | ((dig | minus) ^ 1))
 			break;
 		neg |= minus;
@@ -410,21 +484,31 @@ XPS_INLINE int xps_redis__num(const __u8 *buf, __u32 len, __u32 pos,
 		nd += dig;
 	}
 	p = xps_forget(p);
-	if (p >= len)
-		return XPS__NUM_MORE;
-	if (XPS_AT(buf, p) != '\r' || !nd || nd > 18 ||
+	if (p >= len) {
+		out->st = XPS__NUM_MORE;
+		return out->st;
+	}
+	if (XPS_AT(buf->b, p) != '\r' || !nd || nd > 18 ||
 	    (zero && (nd > 1 || neg)))
-		return XPS__NUM_BAD;
-	if (p + 1 >= len)
-		return XPS__NUM_MORE;
-	*next = xps_forget(p + 2);
-	*val = (__s64)xps_forget64(neg ? -v : v);
-	return XPS__NUM_OK;
+		return out->st;
+	if (p + 1 >= len) {
+		out->st = XPS__NUM_MORE;
+		return out->st;
+	}
+	out->next = p + 2;
+	out->val = neg ? -(__s64)v : (__s64)v;
+	out->st = XPS__NUM_OK;
+	return out->st;
 }
 
 /* Argument spans of one request, as the walk found them. */
 struct xps_redis_args {
 	struct xps_span a[XPS_REDIS_ARGS_KEPT];
+	__u32 argc;		/* declared argument count */
+	__u32 done;		/* complete arguments in the buffer
+				 * (done < argc only for INCOMPLETE) */
+	__u32 quoted;		/* argument bytes are not literal (inline
+				 * command with quotes) */
 };
 
 /*
@@ -433,6 +517,13 @@ struct xps_redis_args {
  * written" would be a state of its own at each exit of the walk.  Slots
  * the walk does not reach are never read (done/argc bound the reads).
  */
+_Static_assert(sizeof(struct xps_redis_args) <= XPS_KV_WS,
+	       "argument spans must fit in struct xps_kv_req.ws");
+#define XPS__RARGS(req)	((struct xps_redis_args *)(void *)(req)->ws)
+
+/* What xps_redis__parse_resp/_inline ask xps_redis__parse to finish. */
+enum { XPS__R_CLASSIFY = 0x100, XPS__R_CLASSIFY_MORE = 0x101 };
+
 XPS_INLINE void xps_redis__args_init(struct xps_redis_args *args)
 {
 	__u32 k;
@@ -441,33 +532,35 @@ XPS_INLINE void xps_redis__args_init(struct xps_redis_args *args)
 		args->a[k].off = (__u16)xps_forget64(0);
 		args->a[k].len = (__u16)xps_forget64(0);
 	}
+	args->argc = 0;
+	args->done = 0;
+	args->quoted = 0;
 }
 
 /*
- * Turn a command table entry into the result.  @argc is the declared
- * argument count, @done how many arguments are complete in the buffer
- * (done < argc only for INCOMPLETE), @quoted whether the argument bytes are
- * not literal (inline command with quotes).
+ * Turn a command table entry into the result: sets req->hint (the kind),
+ * adds flags and keys.  @args says how many arguments there are and how
+ * many are complete in the buffer.  A global function: verified once.
  */
-XPS_INLINE void xps_redis__classify(const __u8 *buf,
-				    const struct xps_redis_args *args,
-				    __u32 argc, __u32 done, int quoted,
-				    struct xps_kv_req *req)
+XPS_GLOBAL int xps_redis__classify(const struct xps_buf *buf,
+				   const struct xps_redis_args *args,
+				   struct xps_kv_req *req)
 {
-	struct xps_words wd;
-	__u32 info, cls, kind, flags, k;
+	struct xps_words wd = {};
+	__u32 info, cls, kind, flags, k, argc, done, quoted;
 	int first, last, step, lim;
 
+	if (!buf || !args || !req)
+		return 0;
+	argc = args->argc;
+	done = args->done;
+	quoted = args->quoted;
 	if (!done) {
 		req->hint = XPS_REQ_NONE;
-		return;
+		return 0;
 	}
-	/* The walk taught the verifier bounds on these that differ per
-	 * argument; forget them so the classification is verified once. */
-	argc = (__u32)xps_forget64(argc);
-	done = (__u32)xps_forget64(done);
 	req->name = args->a[0];
-	xps_pack_words(buf, args->a[0].off, args->a[0].len, 1, &wd);
+	xps__pack_words(buf, args->a[0].off, args->a[0].len, 1, &wd);
 	info = xps_redis_lookup(&wd);
 	cls = XPS__RCLASS(info);
 
@@ -476,11 +569,11 @@ XPS_INLINE void xps_redis__classify(const __u8 *buf,
 			/* Subcommand unknown yet: assume the worst. */
 			info = XPS__ALL(XPS__GL);
 		} else {
-			xps_pack_words(buf, args->a[1].off, args->a[1].len, 1,
-				       &wd);
-			info = cls == XPS_RC_CLIENT ?
-			       xps_redis_lookup_client(&wd) :
-			       xps_redis_lookup_config(&wd);
+			xps__pack_words(buf, args->a[1].off, args->a[1].len, 1,
+					&wd);
+			info = (__u32)xps_redis__lookup(&wd,
+					cls == XPS_RC_CLIENT ? XPS__RT_CLIENT :
+							       XPS__RT_CONFIG);
 		}
 		cls = XPS__RCLASS(info);
 	}
@@ -544,24 +637,32 @@ XPS_INLINE void xps_redis__classify(const __u8 *buf,
 		req->nkeys = 0;
 	req->hint = kind;
 	req->flags |= flags;
+	return (int)kind;
 }
 
 /*
- * RESP array: *<argc>\r\n then argc times $<len>\r\n<bytes>\r\n.
+ * RESP array: *<argc>\r\n then argc times $<len>\r\n<bytes>\r\n.  A global
+ * function; req is zeroed by the caller.
  */
-XPS_INLINE int xps_redis__parse_resp(const __u8 *buf, __u32 len, __u32 off,
-				     struct xps_kv_req *req)
+XPS_GLOBAL int xps_redis__parse_resp(const struct xps_buf *buf, __u32 len,
+				     __u32 off, struct xps_kv_req *req)
 {
-	struct xps_redis_args args;
+	struct xps_redis_args *args;
+	struct xps_redis_num num = {};
 	__u32 pos, a, done = 0;
 	__s64 argc, bl;
 	int r;
 
-	xps_redis__args_init(&args);
-	r = xps_redis__num(buf, len, off + 1, 1, &argc, &pos);
+	if (!buf || !req)
+		return XPS_REQ_MALFORMED;
+	args = XPS__RARGS(req);
+	xps_redis__args_init(args);
+	r = xps_redis__num(buf, len, off + 1, 1, &num);
+	argc = num.val;
+	pos = num.next;
 	if (r == XPS__NUM_MORE)
 		goto more;
-	if (r == XPS__NUM_BAD || argc > 0x7fffffff)
+	if (r != XPS__NUM_OK || argc > 0x7fffffff)
 		goto bad;
 	if (argc <= 0) {
 		/* Redis drops an empty array silently. */
@@ -580,18 +681,20 @@ XPS_INLINE int xps_redis__parse_resp(const __u8 *buf, __u32 len, __u32 off,
 			break;
 		if (pos >= len)
 			goto more;
-		if (XPS_AT(buf, pos) != '$')
+		if (XPS_AT(buf->b, pos) != '$')
 			goto bad;
-		r = xps_redis__num(buf, len, pos + 1, 0, &bl, &ds);
+		r = xps_redis__num(buf, len, pos + 1, 0, &num);
+		bl = num.val;
+		ds = num.next;
 		if (r == XPS__NUM_MORE)
 			goto more;
-		if (r == XPS__NUM_BAD || bl > XPS_REDIS_MAX_BULK)
+		if (r != XPS__NUM_OK || bl > XPS_REDIS_MAX_BULK)
 			goto bad;
 		/* Redis skips the two bytes after the data unchecked. */
 		end = (__u64)ds + (__u64)bl + 2;
 		if (a < XPS_REDIS_ARGS_KEPT) {
-			args.a[a].off = (__u16)ds;
-			args.a[a].len = bl > 0xffff ? 0xffff : (__u16)bl;
+			args->a[a].off = (__u16)ds;
+			args->a[a].len = bl > 0xffff ? 0xffff : (__u16)bl;
 		}
 		if (end > len) {
 			/* The last argument tells the total length. */
@@ -609,16 +712,18 @@ XPS_INLINE int xps_redis__parse_resp(const __u8 *buf, __u32 len, __u32 off,
 		goto more;
 	}
 	req->req_len = pos - off;
-	xps_redis__classify(buf, &args, argc, done, 0, req);
-	req->kind = req->hint;
-	req->hint = XPS_REQ_NONE;
-	return req->kind;
+	args->argc = (__u32)argc;
+	args->done = done;
+	return XPS__R_CLASSIFY;
 
 more:
 	if (req->req_len > XPS_SCRATCH - off)
 		req->flags |= XPS_F_TOO_BIG;
-	if (done)
-		xps_redis__classify(buf, &args, argc, done, 0, req);
+	if (done) {
+		args->argc = (__u32)argc;
+		args->done = done;
+		return XPS__R_CLASSIFY_MORE;
+	}
 	req->kind = XPS_REQ_INCOMPLETE;
 	return req->kind;
 bad:
@@ -643,19 +748,21 @@ bad:
 #define XPS_REDIS_INLINE_MAX	512
 #endif
 
-XPS_INLINE int xps_redis__parse_inline(const __u8 *buf, __u32 len, __u32 off,
-				       struct xps_kv_req *req)
+XPS_GLOBAL int xps_redis__parse_inline(const struct xps_buf *buf, __u32 len,
+				       __u32 off, struct xps_kv_req *req)
 {
-	struct xps_redis_args args = {};
+	struct xps_redis_args *args;
 	__u64 argc = 0, in_arg = 0, quoted = 0, name_q = 0;
 	__u64 s0 = 0, e0 = 0, s1 = 0, e1 = 0, c = 0;
 	__u32 i, end = 0, nul = 0;
 
+	if (!buf || !req)
+		return XPS_REQ_MALFORMED;
 	req->flags |= XPS_F_INLINE;
 	for (i = 0; i < XPS_REDIS_INLINE_MAX; i++) {
 		__u64 p = off + i, sep, skip, start, stop, q;
 
-		c = XPS_AT(buf, p);
+		c = XPS_AT(buf->b, p);
 		/* One exit test per byte keeps the verifier's pending
 		 * branches at one per iteration.  strchr() in Redis stops
 		 * at a NUL: such a line never ends. */
@@ -710,19 +817,21 @@ XPS_INLINE int xps_redis__parse_inline(const __u8 *buf, __u32 len, __u32 off,
 	}
 	if (quoted)
 		req->flags |= XPS_F_QUOTED;
-	args.a[0].off = (__u16)s0;
-	args.a[0].len = (__u16)(e0 - s0);
-	args.a[1].off = (__u16)s1;
-	args.a[1].len = (__u16)(e1 - s1);
+	/* Only a[0], a[1] are read (done <= 2): no xps_redis__args_init(),
+	 * which would cost its stores once per exit of the loop above. */
+	args = XPS__RARGS(req);
+	args->a[0].off = (__u16)s0;
+	args->a[0].len = (__u16)(e0 - s0);
+	args->a[1].off = (__u16)s1;
+	args->a[1].len = (__u16)(e1 - s1);
 	if (argc > 0xffff)
 		argc = 0xffff;
 	req->argc = (__u16)argc;
 	/* Only two arguments are known: keys past them mean XPS_F_ALL. */
-	xps_redis__classify(buf, &args, (__u32)argc, argc > 2 ? 2 : (__u32)argc,
-			    quoted, req);
-	req->kind = req->hint;
-	req->hint = XPS_REQ_NONE;
-	return req->kind;
+	args->argc = (__u32)argc;
+	args->done = argc > 2 ? 2 : (__u32)argc;
+	args->quoted = quoted ? 1 : 0;
+	return XPS__R_CLASSIFY;
 bad:
 	req->req_len = 0;
 	req->flags |= XPS_F_ALL | XPS_F_STATE;
@@ -736,9 +845,13 @@ bad:
  * request starts at off + req->req_len when the kind is not INCOMPLETE or
  * MALFORMED.
  */
-XPS_INLINE int xps_redis_parse(const __u8 *buf, __u32 len, __u32 off,
-			       struct xps_kv_req *req)
+XPS_GLOBAL int xps_redis__parse(const struct xps_buf *buf, __u32 len,
+				__u32 off, struct xps_kv_req *req)
 {
+	int r;
+
+	if (!buf || !req)
+		return XPS_REQ_MALFORMED;
 	__builtin_memset(req, 0, sizeof(*req));
 	if (len > XPS_SCRATCH)
 		len = XPS_SCRATCH;
@@ -747,9 +860,33 @@ XPS_INLINE int xps_redis_parse(const __u8 *buf, __u32 len, __u32 off,
 		return req->kind;
 	}
 	/* Redis picks the protocol from the first byte of a request. */
-	if (XPS_AT(buf, off) == '*')
-		return xps_redis__parse_resp(buf, len, off, req);
-	return xps_redis__parse_inline(buf, len, off, req);
+	if (XPS_AT(buf->b, off) == '*')
+		r = xps_redis__parse_resp(buf, len, off, req);
+	else
+		r = xps_redis__parse_inline(buf, len, off, req);
+	if (r != XPS__R_CLASSIFY && r != XPS__R_CLASSIFY_MORE)
+		return r;
+	/* Called from here, not from the two parsers: a shorter chain of
+	 * calls, so less of the BPF stack. */
+	xps_redis__classify(buf, XPS__RARGS(req), req);
+	if (r == XPS__R_CLASSIFY) {
+		req->kind = req->hint;
+		req->hint = XPS_REQ_NONE;
+	} else {
+		req->kind = XPS_REQ_INCOMPLETE;
+	}
+	return req->kind;
+}
+
+/*
+ * buf: XPS_SCRATCH bytes (map value or stack); req: any memory of
+ * sizeof(struct xps_kv_req).  On BPF the work happens in global functions,
+ * each verified once whatever the number of call sites.
+ */
+XPS_INLINE int xps_redis_parse(const __u8 *buf, __u32 len, __u32 off,
+			       struct xps_kv_req *req)
+{
+	return xps_redis__parse(XPS_BUF(buf), len, off, req);
 }
 
 /*
@@ -786,12 +923,13 @@ XPS_INLINE __u32 xps_redis_encode_bulk_hdr(__u8 *dst, __u32 vlen)
  * XPS_SCRATCH-byte buffer @dst.  Returns the reply length, or -1 when it
  * does not fit.
  */
-XPS_INLINE int xps_redis_encode_bulk(__u8 *dst, const __u8 *val, __u32 vlen)
+XPS_GLOBAL int xps_redis__encode_bulk(struct xps_buf *dst,
+				     const struct xps_buf *val, __u32 vlen)
 {
 	__u8 hdr[XPS_REDIS_BULK_HDR_MAX];
 	__u32 h, i;
 
-	if (vlen > XPS_SCRATCH - 2 - XPS_REDIS_BULK_HDR_MAX)
+	if (!dst || !val || vlen > XPS_SCRATCH - 2 - XPS_REDIS_BULK_HDR_MAX)
 		return -1;
 	h = xps_redis_encode_bulk_hdr(hdr, vlen);
 	for (i = 0; i < XPS_REDIS_BULK_HDR_MAX; i++) {
@@ -801,12 +939,18 @@ XPS_INLINE int xps_redis_encode_bulk(__u8 *dst, const __u8 *val, __u32 vlen)
 			break;
 		c = hdr[i];
 		XPS_OPAQUE(c);		/* no memcpy() on BPF */
-		dst[i] = c;
+		dst->b[i] = c;
 	}
-	xps_copy(dst, h, val, vlen);
-	dst[XPS_IDX(h + vlen)] = '\r';
-	dst[XPS_IDX(h + vlen + 1)] = '\n';
+	xps__copy(dst, h, val, vlen);
+	dst->b[XPS_IDX(h + vlen)] = '\r';
+	dst->b[XPS_IDX(h + vlen + 1)] = '\n';
 	return (int)(h + vlen + 2);
+}
+
+XPS_INLINE int xps_redis_encode_bulk(__u8 *dst, const __u8 *val, __u32 vlen)
+{
+	return xps_redis__encode_bulk((struct xps_buf *)(void *)dst,
+				      XPS_BUF(val), vlen);
 }
 
 #endif /* __XPS_PROTO_REDIS_BPF_H */

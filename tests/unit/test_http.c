@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Host tests of bpf/proto/http.bpf.h: fixtures, splits, pipelines, the
  * Date formatter and the error responses nginx 1.22.1 sends. */
+#include <stddef.h>
 #include <time.h>
 #include "http.bpf.h"
 #include "harness.h"
@@ -129,6 +130,9 @@ static void test_date(void)
 	h_end();
 }
 
+/* The encoder reads 64 bytes of server token (http_state.server). */
+static const char srv_full[64] = "nginx/1.22.1", srv_short[64] = "nginx";
+
 static void test_encoder(void)
 {
 	static __u8 out[XPS_SCRATCH];
@@ -137,18 +141,18 @@ static void test_encoder(void)
 	__u32 n, hl;
 
 	h_begin("http encode: byte-identical to nginx 1.22.1's 405 and 403");
-	n = xps_http_encode_error(out, 405, (const __u8 *)"nginx/1.22.1", 12, date405, 1, 0);
+	n = xps_http_encode_error(out, 405, (const __u8 *)srv_full, 12, date405, 1, 0);
 	CHECK(n == sizeof(http_405_ref) - 1 && !memcmp(out, http_405_ref, n),
 	      "405: %u bytes:\n%.*s", n, (int)n, out);
-	n = xps_http_encode_error(out, 403, (const __u8 *)"nginx", 5, date403, 1, 0);
+	n = xps_http_encode_error(out, 403, (const __u8 *)srv_short, 5, date403, 1, 0);
 	CHECK(n == sizeof(http_403_ref) - 1 && !memcmp(out, http_403_ref, n),
 	      "403: %u bytes:\n%.*s", n, (int)n, out);
 	hl = (__u32)(strstr(http_405_ref, "\r\n\r\n") - http_405_ref) + 4;
-	n = xps_http_encode_error(out, 405, (const __u8 *)"nginx/1.22.1", 12, date405, 1, 1);
+	n = xps_http_encode_error(out, 405, (const __u8 *)srv_full, 12, date405, 1, 1);
 	CHECK(n == hl && !memcmp(out, http_405_ref, n), "HEAD: %u bytes", n);
-	n = xps_http_encode_error(out, 405, (const __u8 *)"nginx/1.22.1", 12, date405, 0, 1);
+	n = xps_http_encode_error(out, 405, (const __u8 *)srv_full, 12, date405, 0, 1);
 	CHECK(n == hl - 5 && strstr((char *)out, "Connection: close\r\n\r\n"), "close");
-	CHECK(!xps_http_encode_error(out, 418, (const __u8 *)"nginx", 5, date405, 1, 0), "unknown status");
+	CHECK(!xps_http_encode_error(out, 418, (const __u8 *)srv_short, 5, date405, 1, 0), "unknown status");
 	h_end();
 }
 
@@ -175,7 +179,7 @@ static void test_hostile(void)
 		memset(b + len, '\n', XPS_SCRATCH - len);
 		xps_http_parse(a, len, 0, &ra);
 		xps_http_parse(b, len, 0, &rb);
-		CHECK(!memcmp(&ra, &rb, sizeof(ra)), "iteration %d depends on bytes past len", it);
+		CHECK(!memcmp(&ra, &rb, offsetof(struct xps_http_req, ws)), "iteration %d depends on bytes past len", it);
 		if (complete(ra.kind))
 			CHECK(ra.head_len && ra.head_len <= len && ra.req_len <= len,
 			      "iteration %d: %u/%u of %u", it, ra.head_len, ra.req_len, len);

@@ -91,7 +91,7 @@ static void test_hostile(void)
 		memset(b + len, 0x0a, XPS_SCRATCH - len);
 		xps_mc_parse(a, len, 0, &ra);
 		xps_mc_parse(b, len, 0, &rb);
-		CHECK(!memcmp(&ra, &rb, sizeof(ra)), "iteration %d depends on bytes past len", it);
+		CHECK(!memcmp(&ra, &rb, offsetof(struct xps_kv_req, ws)), "iteration %d depends on bytes past len", it);
 		if (kv_complete(ra.kind))
 			CHECK(ra.req_len && ra.req_len <= len, "iteration %d: req_len %u of %u", it, ra.req_len, len);
 		CHECK(ra.nkeys <= XPS_MAX_KEYS, "nkeys %u", ra.nkeys);

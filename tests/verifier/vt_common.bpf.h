@@ -20,10 +20,11 @@ struct vt_scratch {
 	__u8 b[XPS_SCRATCH];
 };
 
-/* Slot 0: the payload.  Slot 1: where replies are built. */
+/* Slot 0: the payload.  Slot 1: where replies are built.  Slot 2: spare
+ * (parse results). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 3);
 	__type(key, __u32);
 	__type(value, struct vt_scratch);
 } vt_scratch SEC(".maps");
