@@ -256,6 +256,9 @@ int xps_memcached(struct __sk_buff *skb)
 	}
 
 	bpf_loop(w.udp ? 1 : XPS_MAX_REQS_PER_SEG, walk_one, &w, 0);
+	/* the last iteration may have consumed the last request */
+	if (w.off >= w.len)
+		w.done = 1;
 
 	if (!w.done || w.len < w.seg_len) {
 		if (!w.done || w.off < w.seg_len) {

@@ -243,6 +243,9 @@ int xps_redis(struct __sk_buff *skb)
 	w.len = n;
 
 	bpf_loop(XPS_MAX_REQS_PER_SEG, walk_one, &w, 0);
+	/* the last iteration may have consumed the last request */
+	if (w.off >= w.len)
+		w.done = 1;
 
 	/* requests left unparsed may be writes: they invalidate everything */
 	if (!w.done || w.len < w.seg_len) {

@@ -10,6 +10,10 @@
 #define XPS_CTX_OPTS(var, nm)						\
 	struct xps_context_opts var = {					\
 		.sz = sizeof(struct xps_context_opts), .name = (nm) }
+#define XPS_CTX_OPTS_SHARE(var, nm, sh)					\
+	struct xps_context_opts var = {					\
+		.sz = sizeof(struct xps_context_opts), .name = (nm),	\
+		.share = (sh) }
 
 struct cmd {
 	const char *name;

@@ -57,7 +57,8 @@ static int parse_addr(const char *opt, const char *s, __u8 *dst,
 /* Parse the options shared by attach and comp into @p and @name. */
 static int parse_pred_opts(int *argc, char ***argv, struct xps_predicate *p,
 			   const char **name, const char **parent,
-			   const char **value, __u32 *offset, __u32 *len)
+			   const char **value, __u32 *offset, __u32 *len,
+			   const char **share)
 {
 	const char *v;
 	__u32 port;
@@ -104,6 +105,9 @@ static int parse_pred_opts(int *argc, char ***argv, struct xps_predicate *p,
 			p->rport = port;
 		} else if (!strcmp(o, "--name") || !strcmp(o, "name")) {
 			if (next_arg(argc, argv, "--name", name))
+				return -1;
+		} else if (share && (!strcmp(o, "--share") || !strcmp(o, "share"))) {
+			if (next_arg(argc, argv, "--share", share))
 				return -1;
 		} else if (parent && (!strcmp(o, "--parent") || !strcmp(o, "parent"))) {
 			if (next_arg(argc, argv, "--parent", parent))
@@ -235,6 +239,7 @@ static int parse_value(const char *s, __u8 v[XPS_COMP_MAX_LEN])
 static int do_attach(int argc, char **argv)
 {
 	const char *obj, *name = NULL, *parent = NULL, *value = NULL;
+	const char *share = NULL;
 	struct xps_predicate p;
 	struct xps_context *ctx;
 
@@ -246,7 +251,7 @@ static int do_attach(int argc, char **argv)
 	argc--;
 	argv++;
 	if (parse_pred_opts(&argc, &argv, &p, &name, &parent, &value, NULL,
-			    NULL))
+			    NULL, &share))
 		return 1;
 	if (parent) {
 		XPS_CTX_OPTS(opts, name);
@@ -277,7 +282,7 @@ static int do_attach(int argc, char **argv)
 		return 1;
 	}
 	{
-		XPS_CTX_OPTS(opts, name);
+		XPS_CTX_OPTS_SHARE(opts, name, share);
 
 		ctx = xps_create_context_pred(obj, &p, &opts);
 	}
@@ -293,7 +298,8 @@ static int do_comp(int argc, char **argv)
 	struct xps_context *ctx;
 	__u32 offset = 0, len = 0;
 
-	if (parse_pred_opts(&argc, &argv, &p, &name, NULL, NULL, &offset, &len))
+	if (parse_pred_opts(&argc, &argv, &p, &name, NULL, NULL, &offset, &len,
+			    NULL))
 		return 1;
 	if (!p.lport || !len) {
 		p_err("handler comp: --port and --len are required");
@@ -354,7 +360,7 @@ static int do_help(int argc, char **argv)
 	(void)argv;
 	fprintf(stderr,
 "Usage: xpsctl handler attach OBJ.bpf.o --port N [--proto tcp|udp] [--addr A]\n"
-"                             [--raddr A] [--rport N] [--name NAME]\n"
+"                             [--raddr A] [--rport N] [--name NAME] [--share CTX]\n"
 "       xpsctl handler attach OBJ.bpf.o --parent COMP --value V [--name NAME]\n"
 "       xpsctl handler comp --port N --offset O --len L [--proto P] [--addr A] [--name NAME]\n"
 "       xpsctl handler detach NAME\n"

@@ -213,10 +213,11 @@ static int parse_svc(int argc, char **argv, struct svc_opts *o, bool http)
 }
 
 static struct xps_context *attach_proto(const char *objname, __u8 proto,
-					__u32 port, const char *name)
+					__u32 port, const char *name,
+					const char *share)
 {
 	struct xps_predicate p = { .proto = proto, .lport = port };
-	XPS_CTX_OPTS(opts, name);
+	XPS_CTX_OPTS_SHARE(opts, name, share);
 	struct xps_context *ctx;
 	char obj[PATH_MAX];
 
@@ -261,7 +262,7 @@ static int do_redis(int argc, char **argv)
 		snprintf(redis, sizeof(redis), "127.0.0.1:%u", o.port);
 	if (find_daemon("xps-redisd", daemon, sizeof(daemon)))
 		return 1;
-	ctx = attach_proto("redis", IPPROTO_TCP, o.port, name);
+	ctx = attach_proto("redis", IPPROTO_TCP, o.port, name, NULL);
 	if (!ctx)
 		return 1;
 	{
@@ -281,16 +282,16 @@ static int do_redis(int argc, char **argv)
 }
 
 /*
- * memcached over TCP, and with --udp over UDP too (one context each: the
- * UDP one is NAME-udp and shares nothing with the TCP one, so its filler
- * is a second daemon).
+ * memcached over TCP, and with --udp over UDP too: the UDP context
+ * (NAME-udp) shares the TCP one's cache, versions and miss queue, so a
+ * write on either invalidates both and one filler serves both.
  */
 static int do_memcached(int argc, char **argv)
 {
 	char daemon[PATH_MAX], name[XPS_NAME_LEN], uname[XPS_NAME_LEN];
 	struct xps_context *ctx, *uctx = NULL;
 	struct svc_opts o;
-	pid_t pid, upid = 0;
+	pid_t pid;
 
 	if (parse_svc(argc, argv, &o, false))
 		return 1;
@@ -298,11 +299,11 @@ static int do_memcached(int argc, char **argv)
 	snprintf(uname, sizeof(uname), "%.27s-udp", name);
 	if (find_daemon("xps-memcachedd", daemon, sizeof(daemon)))
 		return 1;
-	ctx = attach_proto("memcached", IPPROTO_TCP, o.port, name);
+	ctx = attach_proto("memcached", IPPROTO_TCP, o.port, name, NULL);
 	if (!ctx)
 		return 1;
 	if (o.udp) {
-		uctx = attach_proto("memcached", IPPROTO_UDP, o.port, uname);
+		uctx = attach_proto("memcached", IPPROTO_UDP, o.port, uname, name);
 		if (!uctx) {
 			xps_delete_context(ctx);
 			return 1;
@@ -313,12 +314,7 @@ static int do_memcached(int argc, char **argv)
 
 		pid = spawn_daemon(name, args);
 	}
-	if (pid > 0 && uctx) {
-		char *const args[] = { daemon, "--context", uname, NULL };
-
-		upid = spawn_daemon(uname, args);
-	}
-	if (pid <= 0 || (uctx && upid <= 0)) {
+	if (pid <= 0) {
 		p_err("cannot start xps-memcachedd");
 		xps_delete_context(ctx);
 		if (uctx)
@@ -330,7 +326,7 @@ static int do_memcached(int argc, char **argv)
 	print_service(name, "memcached", o.port, pid);
 	if (uctx) {
 		xps_context__close(uctx);
-		print_service(uname, "memcached-udp", o.port, upid);
+		print_service(uname, "memcached-udp", o.port, pid);
 	}
 	out_end_array();
 	return 0;
@@ -370,7 +366,7 @@ static int do_http(int argc, char **argv)
 	for (i = 0; i < o.nblocks; i++)
 		if (parse_block(o.blocks[i], method, sizeof(method), &status))
 			return 1;
-	ctx = attach_proto("http_filter", IPPROTO_TCP, o.port, name);
+	ctx = attach_proto("http_filter", IPPROTO_TCP, o.port, name, NULL);
 	if (!ctx)
 		return 1;
 	if (xps_data_sizes(ctx, &ks, &vs) || ks < sizeof(method) || vs < 4) {

@@ -7,6 +7,7 @@
  * the handler program and its maps.
  */
 #include <ctype.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -487,6 +488,28 @@ out:
 	return err;
 }
 
+/* Whether @fd is the data map of context @name. */
+static bool maps_same(int fd, const char *name)
+{
+	struct bpf_map_info a = {}, b = {};
+	__u32 la = sizeof(a), lb = sizeof(b);
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	bool same = false;
+	int other;
+
+	if (ctx_dir(dir, sizeof(dir), name))
+		return false;
+	snprintf(path, sizeof(path), "%s/data", dir);
+	other = bpf_obj_get(path);
+	if (other < 0)
+		return false;
+	if (!bpf_obj_get_info_by_fd(fd, &a, &la) &&
+	    !bpf_obj_get_info_by_fd(other, &b, &lb))
+		same = a.id == b.id;
+	close(other);
+	return same;
+}
+
 static int pin_fd(int fd, const char *dir, const char *file)
 {
 	char path[PATH_MAX];
@@ -562,6 +585,7 @@ static struct xps_context *ctx_handle(const char *name, __u32 slot)
 
 struct ctx_spec {
 	const char *obj;		/* NULL for a comp context */
+	const char *share;		/* context whose maps to use */
 	const struct xps_predicate *pred; /* NULL for a sub-context */
 	const char *name;
 	__u32 flags;
@@ -686,7 +710,29 @@ static struct xps_context *ctx_create(const struct ctx_spec *s)
 	progs = info.pred.proto == IPPROTO_UDP ? fw.progs_udp : fw.progs_tcp;
 
 	if (s->obj) {
-		err = handler_load(s->obj, backend, info.pred.proto, NULL, &h);
+		int reuse[N_CTX_MAPS];
+		size_t m;
+
+		if (s->share) {
+			if (find_by_name(&fw, s->share, NULL) < 0) {
+				pr_warn("no context '%s' to share maps with\n",
+					s->share);
+				err = -ENOENT;
+				goto out;
+			}
+			ctx_map_fds(s->share, reuse);
+		}
+		err = handler_load(s->obj, backend, info.pred.proto,
+				   s->share ? reuse : NULL, &h);
+		for (m = 0; s->share && m < N_CTX_MAPS; m++)
+			if (reuse[m] >= 0)
+				close(reuse[m]);
+		if (!err && s->share && h.fds[CM_DATA] >= 0 &&
+		    !maps_same(h.fds[CM_DATA], s->share)) {
+			pr_warn("%s declares its maps unlike context '%s': cannot share them\n",
+				s->obj, s->share);
+			err = -EINVAL;
+		}
 		if (err)
 			goto out;
 		err = pin_handler(info.name, &h);
@@ -795,6 +841,10 @@ struct xps_context *xps_create_context_pred(const char *obj_file,
 		return libxps_err_ptr(-EINVAL);
 	}
 	s.name = opts ? opts->name : NULL;
+	/* opts->share exists only in callers built against this version */
+	if (opts && opts->sz >= offsetof(struct xps_context_opts, share) +
+			       sizeof(opts->share))
+		s.share = opts->share;
 	return ctx_create(&s);
 }
 

@@ -60,9 +60,16 @@ struct xps_predicate {
 struct xps_context_opts {
 	size_t sz;		/* sizeof(struct xps_context_opts) */
 	const char *name;	/* default: <object basename>-<port>[-udp] */
+	/*
+	 * Share the data map and the other per-context maps (miss queue,
+	 * state, versions, key statistics) with this existing context, whose
+	 * handler must declare them alike: e.g. one cache for a service's TCP
+	 * and UDP ports, so that a write on either invalidates both.
+	 */
+	const char *share;
 	size_t :0;
 };
-#define xps_context_opts__last_field name
+#define xps_context_opts__last_field share
 
 /* --- control (paper Table 3.2) -------------------------------------- */
 

@@ -250,6 +250,32 @@ XPS_INLINE int xps_mc__meta_b64(const struct xps_buf *buf,
 	return ntok > XPS_MC_TOKENS_KEPT;
 }
 
+/*
+ * A meta get whose flags only ask for data (value, flags, TTL, CAS, key,
+ * size, opaque, hit/last-access info, quiet, base64 key) changes nothing;
+ * N (vivify), T (touch), E, I, R and anything unknown may.
+ */
+XPS_INLINE int xps_mc__mg_readonly(const struct xps_buf *buf,
+				   const struct xps_mc_tokens *t, __u32 ntok)
+{
+	__u32 k;
+
+	if (ntok > XPS_MC_TOKENS_KEPT)
+		return 0;
+	for (k = 2; k < XPS_MC_TOKENS_KEPT; k++) {
+		if (k >= ntok)
+			break;
+		switch (XPS_AT(buf->b, t->s[k])) {
+		case 'v': case 'f': case 't': case 'c': case 'k': case 's':
+		case 'q': case 'O': case 'h': case 'l': case 'b':
+			break;
+		default:
+			return 0;
+		}
+	}
+	return 1;
+}
+
 /* What the line tokenizer found. */
 struct xps_mc_line {
 	struct xps_mc_tokens t;
@@ -489,6 +515,8 @@ XPS_GLOBAL int xps_mc__classify(const struct xps_buf *buf, __u32 len,
 		/* mg can touch or create items too (T, N flags). */
 		req->kind = XPS_REQ_HARMLESS;
 		if (ntok < 2)
+			break;
+		if (cmd == XPS_MC_MG && xps_mc__mg_readonly(buf, t, ntok))
 			break;
 		req->kind = XPS_REQ_INVALIDATE;
 		if (xps_mc__meta_b64(buf, t, ntok))

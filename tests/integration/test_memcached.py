@@ -135,7 +135,14 @@ def test_get_tcp_udp_counters():
             d = udp_get(m.port, b"k4", rid)
             eq(d[:8], struct.pack("!HHHH", rid, 0, 1, 0), "UDP frame header")
             eq(d[8:], b"VALUE k4 4 7\r\nvalue-4\r\nEND\r\n", "UDP reply")
-        print("    UDP tx: %d" % stats("mc-udp")["tx"])
+        utx = stats("mc-udp")["tx"]
+        print("    UDP: %d of 3 answered by the kernel" % utx)
+        if utx < 2:
+            raise AssertionError("UDP gets of a cached key should come from the kernel")
+        # the UDP context shares the TCP one's cache: a TCP write invalidates it
+        eq(c.set(b"k4", b"changed"), b"STORED\r\n", "set over TCP")
+        d = udp_get(m.port, b"k4", 9)
+        eq(d[8:], b"VALUE k4 0 7\r\nchanged\r\nEND\r\n", "UDP after a TCP write")
     finally:
         xpsctl("service", "stop", "mc", check=False)
         m.close()

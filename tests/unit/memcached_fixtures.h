@@ -48,7 +48,10 @@ static const struct fx mc_fx[] = {
 	{ "flush_all noreply", S("flush_all noreply\r\n"), XPS_REQ_INVALIDATE, XPS_F_ALL | XPS_F_NOREPLY, XPS_F_DEFERRED, 19, -1, 0, { 0 } },
 	{ "ms", S("ms k 2\r\nhi\r\n"), XPS_REQ_INVALIDATE, 0, 0, 12, -1, 1, { "k" } },
 	{ "ms base64 key", S("ms a2V5 2 b\r\nhi\r\n"), XPS_REQ_INVALIDATE, XPS_F_ALL, 0, 17, -1, 0, { 0 } },
-	{ "mg touches", S("mg k v\r\n"), XPS_REQ_INVALIDATE, 0, 0, 8, -1, 1, { "k" } },
+	/* mg asking only for data changes nothing; T (touch), N (vivify) do */
+	{ "mg data only", S("mg k v f t c\r\n"), XPS_REQ_HARMLESS, 0, 0, 14, -1, 0, { 0 } },
+	{ "mg touches", S("mg k v T30\r\n"), XPS_REQ_INVALIDATE, 0, 0, 12, -1, 1, { "k" } },
+	{ "mg vivifies", S("mg k N30 v\r\n"), XPS_REQ_INVALIDATE, 0, 0, 12, -1, 1, { "k" } },
 	{ "md", S("md k\r\n"), XPS_REQ_INVALIDATE, 0, 0, 6, -1, 1, { "k" } },
 	{ "version", S("version\r\n"), XPS_REQ_HARMLESS, 0, 0, 9, -1, -1, { 0 } },
 	{ "stats", S("stats\r\n"), XPS_REQ_HARMLESS, 0, 0, 7, -1, -1, { 0 } },

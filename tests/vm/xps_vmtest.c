@@ -735,6 +735,99 @@ static int t_tcp_backlog(void)
 	return 0;
 }
 
+/* A FIN in the segment of a consumed request stays unread: the owner reads
+ * EOF, and the reply still goes out (CLOSE_WAIT can send).
+ */
+static int t_tcp_fin_with_data(void)
+{
+	struct xps x;
+	int cli, srv, one = 1, zero = 0;
+	char buf[8];
+	ssize_t n;
+
+	if ((xps_load(&x)) < 0)
+		return -1;
+	if ((xps_link(&x, x.tcp, attach_tcp)) < 0)
+		return -1;
+	if ((tcp_pair(AF_INET, 8450, &cli, &srv)) < 0)
+		return -1;
+	if ((ping(cli, 1)) < 0)
+		return -1;
+	/* Corked: the data and the FIN leave in one segment. */
+	setsockopt(cli, IPPROTO_TCP, TCP_CORK, &one, sizeof(one));
+	if ((send_all(cli, "PING0002", 8)) < 0)
+		return -1;
+	shutdown(cli, SHUT_WR);
+	setsockopt(cli, IPPROTO_TCP, TCP_CORK, &zero, sizeof(zero));
+	if ((recv_all(cli, buf, 8)) < 0)
+		return -1;
+	if (!(!memcmp(buf, "PONG0002", 8)))
+		return fail("reply '%.8s'", buf);
+	n = recv(srv, buf, sizeof(buf), 0);
+	if (!(n == 0))
+		return fail("owner read %zd, want EOF", n);
+	if (!(inq(srv) == 0))
+		return fail("owner inq %d after EOF", inq(srv));
+	if ((send_all(srv, "late", 4)) < 0)
+		return -1;
+	if ((recv_all(cli, buf, 4)) < 0)
+		return -1;
+	if (!(!memcmp(buf, "late", 4)))
+		return fail("client read '%.4s'", buf);
+	return 0;
+}
+
+/* IPv4 clients of a dual-stack IPv6 socket (v4-mapped), TCP and UDP. */
+static int t_v4mapped(void)
+{
+	struct sockaddr_storage ss, from;
+	socklen_t len, fl = sizeof(from);
+	int l, cli, srv, u, i, one = 1;
+	struct xps x;
+	char buf[16];
+	ssize_t n;
+
+	if ((xps_load(&x)) < 0)
+		return -1;
+	if ((xps_link(&x, x.tcp, attach_tcp)) < 0)
+		return -1;
+	if ((xps_link(&x, x.udp, attach_udp)) < 0)
+		return -1;
+	l = socket(AF_INET6, SOCK_STREAM, 0);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	len = mkaddr(AF_INET6, "::", 8060, &ss);
+	if (bind(l, (void *)&ss, len) || listen(l, 1))
+		return fail("listen: %s", strerror(errno));
+	cli = socket(AF_INET, SOCK_STREAM, 0);
+	timeouts(cli, 10);
+	len = mkaddr(AF_INET, "127.0.0.1", 8060, &ss);
+	if (connect(cli, (void *)&ss, len))
+		return fail("connect: %s", strerror(errno));
+	srv = accept(l, NULL, NULL);
+	if (srv < 0)
+		return fail("accept: %s", strerror(errno));
+	for (i = 0; i < 10; i++)
+		if ((ping(cli, i)) < 0)
+			return -1;
+	if (!(inq(srv) == 0))
+		return fail("owner has %d bytes", inq(srv));
+
+	u = socket(AF_INET6, SOCK_DGRAM, 0);
+	len = mkaddr(AF_INET6, "::", 9060, &ss);
+	if (bind(u, (void *)&ss, len))
+		return fail("bind: %s", strerror(errno));
+	cli = socket(AF_INET, SOCK_DGRAM, 0);
+	timeouts(cli, 5);
+	len = mkaddr(AF_INET, "127.0.0.3", 9060, &ss);
+	sendto(cli, "PING-map", 8, 0, (void *)&ss, len);
+	n = recvfrom(cli, buf, sizeof(buf), 0, (void *)&from, &fl);
+	if (!(n == 8 && !memcmp(buf, "PONG-map", 8)))
+		return fail("UDP reply %zd", n);
+	if (!(fl == len && !memcmp(&from, &ss, len)))
+		return fail("UDP reply not from 127.0.0.3:9060");
+	return 0;
+}
+
 static int udp_tx(int family)
 {
 	const char *any = family == AF_INET6 ? "::" : "0.0.0.0";
@@ -1199,10 +1292,12 @@ static const struct test tests[] = {
 	{ "tcp_big_replies", t_tcp_big },
 	{ "tcp_drop", t_tcp_drop },
 	{ "tcp_reset", t_tcp_reset },
+	{ "tcp_fin_with_data", t_tcp_fin_with_data },
 	{ "tcp_pass_tailcall", t_tcp_pass },
 	{ "tcp_backlog", t_tcp_backlog },
 	{ "udp_tx_v4", t_udp_tx_v4 },
 	{ "udp_tx_v6", t_udp_tx_v6 },
+	{ "v4mapped", t_v4mapped },
 	{ "attach_detach_traffic", t_attach_detach },
 	{ "netns_isolation", t_netns_isolation },
 	{ "permissions", t_permissions },
