@@ -24,8 +24,13 @@
 #include <unistd.h>
 #include <netinet/in.h>
 
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <bpf/bpf.h>
+
 #include "cmd.h"
 #include "out.h"
+#include "../bpf/http_filter.h"
 
 #define RUN_DIR "/run/xps"
 
@@ -339,14 +344,84 @@ static int parse_block(const char *s, char *method, size_t msz, __u32 *status)
 	size_t n = eq ? (size_t)(eq - s) : 0;
 
 	if (!eq || !n || n >= msz || parse_u32(eq + 1, "--block", 999, status) ||
-	    (*status != 405 && *status != 444 && *status != 403 &&
-	     *status != 400 && *status != 501)) {
-		p_err("--block: expected METHOD=STATUS with STATUS 400, 403, 405, 444 or 501, got '%s'",
+	    (*status != 403 && *status != 404 && *status != 405 &&
+	     *status != 429 && *status != 444)) {
+		p_err("--block: expected METHOD=STATUS with STATUS 403, 404, 405, 429 or 444 (reset), got '%s'",
 		      s);
 		return -1;
 	}
 	memcpy(method, s, n);
 	method[n] = '\0';
+	return 0;
+}
+
+/*
+ * The Server header nginx sends on this port (HEAD / over HTTP/1.0), so
+ * that the handler's answers carry the same; "nginx" when it cannot tell.
+ */
+static void learn_server(__u32 port, struct http_state *st)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timeval tv = { 2, 0 };
+	char buf[2048], *p, *e;
+	ssize_t n, got = 0;
+	int fd;
+
+	memcpy(st->server, "nginx", 5);
+	st->server_len = 5;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    write(fd, "HEAD / HTTP/1.0\r\n\r\n", 19) != 19)
+		goto out;
+	while (got < (ssize_t)sizeof(buf) - 1 &&
+	       (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += n;
+	buf[got] = '\0';
+	p = strstr(buf, "\r\nServer: ");
+	if (!p)
+		goto out;
+	p += 10;
+	e = strstr(p, "\r\n");
+	if (e && e > p && e - p <= HTTP_SERVER_MAX) {
+		memcpy(st->server, p, e - p);
+		st->server_len = e - p;
+	}
+out:
+	close(fd);
+}
+
+static int set_http_state(const char *name, __u32 port)
+{
+	struct http_state st = {};
+	struct timespec tai, utc;
+	char path[PATH_MAX];
+	__u32 zero = 0;
+	int fd, err;
+
+	learn_server(port, &st);
+	clock_gettime(CLOCK_TAI, &tai);
+	clock_gettime(CLOCK_REALTIME, &utc);
+	st.tai_minus_utc_ns = (tai.tv_sec - utc.tv_sec) * 1000000000ll +
+			      (tai.tv_nsec - utc.tv_nsec);
+	/* round to whole seconds: the offset is an integer number of them */
+	st.tai_minus_utc_ns = (st.tai_minus_utc_ns + 500000000ll) /
+			      1000000000ll * 1000000000ll;
+	snprintf(path, sizeof(path), XPS_PIN_ROOT "/ctx/%s/state", name);
+	fd = bpf_obj_get(path);
+	if (fd < 0) {
+		p_err("cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	err = bpf_map_update_elem(fd, &zero, &st, BPF_ANY);
+	close(fd);
+	if (err) {
+		p_err("cannot set the handler's state: %s", strerror(errno));
+		return -1;
+	}
 	return 0;
 }
 
@@ -369,18 +444,23 @@ static int do_http(int argc, char **argv)
 	ctx = attach_proto("http_filter", IPPROTO_TCP, o.port, name, NULL);
 	if (!ctx)
 		return 1;
-	if (xps_data_sizes(ctx, &ks, &vs) || ks < sizeof(method) || vs < 4) {
+	if (set_http_state(name, o.port)) {
+		xps_delete_context(ctx);
+		return 1;
+	}
+	if (xps_data_sizes(ctx, &ks, &vs) || ks != sizeof(struct http_method_key) ||
+	    vs != sizeof(struct http_action)) {
 		p_err("the http_filter object has an unexpected data map");
 		xps_delete_context(ctx);
 		return 1;
 	}
 	for (i = 0; i < o.nblocks; i++) {
-		char key[64] = {};
-		__u32 val[16] = {};
+		struct http_method_key key = {};
+		struct http_action val = {};
 
-		parse_block(o.blocks[i], key, sizeof(method), &status);
-		val[0] = status;
-		if (xps_set_data(ctx, key, val)) {
+		parse_block(o.blocks[i], key.m, sizeof(key.m), &status);
+		val.status = status;
+		if (xps_set_data(ctx, &key, &val)) {
 			lib_err("service http", -errno);
 			xps_delete_context(ctx);
 			return 1;
