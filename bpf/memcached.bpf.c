@@ -8,6 +8,7 @@
  */
 #include "xps.bpf.h"
 #include "proto/memcached.bpf.h"
+#include "stage.bpf.h"
 #include "memcached.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -17,13 +18,12 @@ XPS_MISS_QUEUE(struct mc_key, MC_MISS_QUEUE);
 XPS_STATE_MAP(struct mc_state);
 XPS_VERSION_MAP(struct mc_key, MC_VERSIONS);
 
-#define STAGE_MAX	16384
 
 struct mc_scratch {
 	/* the request; the tail pads key copies (verifier) */
 	__u8 in[XPS_SCRATCH + MC_KEY_MAX + 8];
 	__u8 hdr[XPS_SCRATCH];		/* one VALUE line, encoded */
-	__u8 out[STAGE_MAX + XPS_SCRATCH];	/* the reply, built */
+	struct xps_stage out;			/* the reply, built */
 	struct xps_kv_req req;
 	struct mc_key key;
 };
@@ -62,7 +62,8 @@ static __always_inline int set_key(struct walk *w, const struct xps_span *sp)
 	if (len < 1 || len > MC_KEY_MAX || off >= XPS_SCRATCH)
 		return -1;
 	k->len = len;
-	return bpf_probe_read_kernel(k->k, len, w->sc->in + off);
+	/* the same bytes as in sc->in, from the request itself */
+	return xps_load(w->skb, off, k->k, len);
 }
 
 static __always_inline void invalidate(struct walk *w)
@@ -90,18 +91,21 @@ static __always_inline void invalidate(struct walk *w)
 	}
 }
 
-/* Append @n bytes of @src (n <= XPS_SCRATCH) to the staged reply. */
+/* Append @n (<= 1 KiB) bytes of @src to the staged reply. */
 static __always_inline int stage(struct walk *w, const void *src, __u32 n)
 {
-	__u32 at = w->out_len;
+	if (n && xps_stage_copy(&w->sc->out, w->out_len,
+				(const struct xps_stage_chunk *)src, n))
+		return -1;
+	w->out_len += n;
+	return 0;
+}
 
-	barrier_var(at);
-	barrier_var(n);
-	if (at > STAGE_MAX || n > XPS_SCRATCH || at + n > STAGE_MAX)
+static __always_inline int stage_lit(struct walk *w, const char *s, __u32 n)
+{
+	if (xps_stage_lit(&w->sc->out, w->out_len, s, n))
 		return -1;
-	if (n && bpf_probe_read_kernel(w->sc->out + at, n, src))
-		return -1;
-	w->out_len = at + n;
+	w->out_len += n;
 	return 0;
 }
 
@@ -117,7 +121,7 @@ static __always_inline int stage_value(struct walk *w, __u32 i,
 	h = xps_mc_encode_value_hdr(w->sc->hdr, 0, w->sc->in, req->keys[i],
 				    v->flags, vlen, v->cas, with_cas);
 	if (!h || stage(w, w->sc->hdr, h) || stage(w, v->v, vlen) ||
-	    stage(w, "\r\n", 2))
+	    stage_lit(w, "\r\n", 2))
 		return -1;
 	return 0;
 }
@@ -160,7 +164,7 @@ static long walk_one(__u32 i, void *ctx)
 			    stage_value(w, k, v, !!(req->flags & XPS_F_CAS)))
 				w->serve = 0;
 		}
-		if (w->serve && !stage(w, XPS_MC_END, XPS_MC_END_LEN))
+		if (w->serve && !stage_lit(w, XPS_MC_END, XPS_MC_END_LEN))
 			w->gets++;
 		else
 			w->serve = 0;
@@ -273,13 +277,13 @@ int xps_memcached(struct __sk_buff *skb)
 	if (!w.serve || !w.gets)
 		return xps_pass(skb);
 	if (w.udp)
-		xps_mc_udp_encode(w.sc->out, req_id, 0, 1);
+		xps_mc_udp_encode(w.sc->out.b, req_id, 0, 1);
 
 	out = w.out_len;
 	barrier_var(out);
-	if (out < 1 || out > STAGE_MAX)		/* only for the verifier */
+	if (out < 1 || out > XPS_STAGE_SIZE)	/* only for the verifier */
 		return xps_pass(skb);
-	if (xps_resize(skb, out) || xps_store(skb, 0, w.sc->out, out))
+	if (xps_resize(skb, out) || xps_store(skb, 0, w.sc->out.b, out))
 		return xps_pass(skb);
 	return xps_tx(skb);
 }

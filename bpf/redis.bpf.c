@@ -11,6 +11,7 @@
  */
 #include "xps.bpf.h"
 #include "proto/redis.bpf.h"
+#include "stage.bpf.h"
 #include "redis.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -20,12 +21,11 @@ XPS_MISS_QUEUE(struct redis_key, REDIS_MISS_QUEUE);
 XPS_STATE_MAP(struct redis_state);
 XPS_VERSION_MAP(struct redis_key, REDIS_VERSIONS);
 
-#define STAGE_MAX	16384	/* one segment's reply */
 
 struct redis_scratch {
 	/* the segment's first bytes; the tail pads key copies (verifier) */
 	__u8 in[XPS_SCRATCH + REDIS_KEY_MAX];
-	__u8 out[STAGE_MAX + REDIS_VALUE_MAX + 32]; /* the reply, built */
+	struct xps_stage out;			/* the reply, built */
 	struct xps_kv_req req;
 	struct redis_key key;
 };
@@ -63,7 +63,8 @@ static __always_inline int set_key(struct walk *w, const struct xps_span *sp)
 	if (len < 1 || len > REDIS_KEY_MAX || off >= XPS_SCRATCH)
 		return -1;
 	k->len = len;
-	return bpf_probe_read_kernel(k->k, len, w->sc->in + off);
+	/* the same bytes as in sc->in, from the request itself */
+	return xps_load(w->skb, off, k->k, len);
 }
 
 /* A write touches these keys (or everything): invalidate, then count it. */
@@ -100,27 +101,23 @@ static __always_inline int stage_bulk(struct walk *w, struct redis_value *v)
 	__u8 hdr[XPS_REDIS_BULK_HDR_MAX];
 	__u32 h, vlen = v->len, at = w->out_len, i;
 
-	if (vlen > REDIS_VALUE_MAX || at > STAGE_MAX)
+	if (vlen > REDIS_VALUE_MAX || at > XPS_STAGE_SIZE)
 		return -1;
 	h = xps_redis_encode_bulk_hdr(hdr, vlen);
-	if (at + h + vlen + 2 > STAGE_MAX)
+	if (at + h + vlen + 2 > XPS_STAGE_SIZE)
 		return -1;
 	for (i = 0; i < XPS_REDIS_BULK_HDR_MAX; i++) {
 		if (i >= h)
 			break;
-		w->sc->out[(at + i) & (STAGE_MAX - 1)] = hdr[i];
+		w->sc->out.b[(at + i) & (XPS_STAGE_SIZE - 1)] = hdr[i];
 	}
 	at += h;
-	barrier_var(at);
-	barrier_var(vlen);
-	/* only for the verifier: out[] holds STAGE_MAX + a value + CRLF */
-	if (at >= STAGE_MAX || vlen > REDIS_VALUE_MAX)
-		return -1;
-	if (vlen && bpf_probe_read_kernel(w->sc->out + at, vlen, v->v))
+	if (vlen && xps_stage_copy(&w->sc->out, at,
+				   (const struct xps_stage_chunk *)v->v, vlen))
 		return -1;
 	at += vlen;
-	w->sc->out[at & (STAGE_MAX - 1)] = '\r';
-	w->sc->out[(at + 1) & (STAGE_MAX - 1)] = '\n';
+	w->sc->out.b[at & (XPS_STAGE_SIZE - 1)] = '\r';
+	w->sc->out.b[(at + 1) & (XPS_STAGE_SIZE - 1)] = '\n';
 	w->out_len = at + 2;
 	return 0;
 }
@@ -260,9 +257,9 @@ int xps_redis(struct __sk_buff *skb)
 
 	out = w.out_len;
 	barrier_var(out);
-	if (out < 1 || out > STAGE_MAX)		/* only for the verifier */
+	if (out < 1 || out > XPS_STAGE_SIZE)	/* only for the verifier */
 		return xps_pass(skb);
-	if (xps_resize(skb, out) || xps_store(skb, 0, w.sc->out, out))
+	if (xps_resize(skb, out) || xps_store(skb, 0, w.sc->out.b, out))
 		return xps_pass(skb);
 	return xps_tx(skb);
 }

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Building a reply from pieces, for handlers whose reply is longer than
+ * what the parsers' 2 KiB buffers hold: a 16 KiB staging buffer and a
+ * copier that is a global subprogram (verified once).  No probe helpers:
+ * bpf_probe_read_kernel() is missing for sk_skb programs on kernels built
+ * without BPF tracing events, and libbpf then rewrites it into the legacy
+ * bpf_probe_read(), which sk_skb may not call.
+ */
+#ifndef __XPS_STAGE_BPF_H
+#define __XPS_STAGE_BPF_H
+
+#define XPS_STAGE_SIZE		16384	/* a power of two */
+#define XPS_STAGE_CHUNK		1024	/* largest piece one call copies */
+
+struct xps_stage {
+	__u8 b[XPS_STAGE_SIZE];
+};
+
+struct xps_stage_chunk {
+	__u8 b[XPS_STAGE_CHUNK];
+};
+
+/*
+ * Copy @n (<= XPS_STAGE_CHUNK) bytes of @src to @dst at @at, if they fit
+ * (at + n <= XPS_STAGE_SIZE).  0 or -1.  The index masks only reassure the
+ * verifier; the fit check makes them no-ops.
+ */
+__attribute__((noinline))
+int xps_stage_copy(struct xps_stage *dst, __u32 at,
+		   const struct xps_stage_chunk *src, __u32 n)
+{
+	__u32 i;
+
+	if (!dst || !src || n > XPS_STAGE_CHUNK || at > XPS_STAGE_SIZE ||
+	    at + n > XPS_STAGE_SIZE)
+		return -1;
+	for (i = 0; i < XPS_STAGE_CHUNK; i++) {
+		if (i >= n)
+			break;
+		dst->b[(at + i) & (XPS_STAGE_SIZE - 1)] =
+			src->b[i & (XPS_STAGE_CHUNK - 1)];
+	}
+	return 0;
+}
+
+/* Append literal bytes (up to 8) with constant-index stores. */
+static __always_inline int xps_stage_lit(struct xps_stage *dst, __u32 at,
+					 const char *s, __u32 n)
+{
+	__u32 i;
+
+	if (n > 8 || at + n > XPS_STAGE_SIZE)
+		return -1;
+	for (i = 0; i < 8; i++) {
+		if (i >= n)
+			break;
+		dst->b[(at + i) & (XPS_STAGE_SIZE - 1)] = s[i];
+	}
+	return 0;
+}
+
+#endif
