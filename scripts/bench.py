@@ -402,7 +402,7 @@ def exp_memcached(quick):
             exp = "memcached_%s_get" % proto
             # 1000 keys of 128 bytes
             fill = "".join("set key:%d 0 0 128\r\n%s\r\n" % (i, "v" * 128) for i in range(1000))
-            sh(on_cli(["sh", "-c", "printf '%%s' \"$0\" | nc -q1 %s 17730 >/dev/null" % SRV_IP, fill]))
+            sh(on_cli(["nc", "-q1", SRV_IP, "17730"]), input=fill)
             for variant in ("baseline", "xps"):
                 if variant == "xps":
                     xpsctl("service", "memcached", "--port", 17730, "--udp", "--name", "bench")
