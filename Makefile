@@ -183,7 +183,7 @@ demo: all
 	$(Q)scripts/demo.sh
 
 vm-run: all
-	$(Q)scripts/vm-run.sh -- $(CMD)
+	$(Q)scripts/vm-run.sh -- "$(CMD)"
 
 bench: all tests
 	$(Q)scripts/deps.sh all

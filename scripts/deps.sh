@@ -12,7 +12,7 @@ test_pkgs=(iproute2 procps psmisc netcat-openbsd python3 redis-server
 	   redis-tools memcached libmemcached-tools nginx-light curl wrk
 	   socat jq)
 kernel_pkgs=(linux-source-6.12 bc bison flex libssl-dev dwarves xz-utils
-	     cpio kmod rsync qemu-system-x86)
+	     cpio kmod rsync patch perl qemu-system-x86)
 bench_pkgs=(gnuplot-nox linux-perf)
 
 case "${1:-all}" in
