@@ -551,10 +551,17 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a smoke run of a few minutes")
     ap.add_argument("--out", default=None, help="results directory")
     ap.add_argument("--no-native", action="store_true", help="skip the VM (native) run")
+    ap.add_argument("--native-host", action="store_true",
+                    help="this machine runs the patched kernel: measure its native "
+                         "backend directly (no VM run)")
     ap.add_argument("--inner-native", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     global BACKEND
-    if a.inner_native:
+    if a.inner_native or a.native_host:
+        if not os.path.exists("/sys/kernel/btf/vmlinux") or \
+                subprocess.run(["grep", "-q", "BPF_XPS_TCP", "/sys/kernel/btf/vmlinux"]).returncode:
+            sys.exit("bench.py: --native-host: the running kernel has no XPS hook "
+                     "(boot the kernel built by scripts/build-kernel.sh)")
         BACKEND = "native"
     if os.geteuid():
         sys.exit("benchmarks need root")
@@ -583,7 +590,9 @@ def main():
             w.writerows(RESULTS)
         return
     not_implemented()
-    if a.no_native:
+    if a.native_host:
+        pass
+    elif a.no_native:
         NOT_RUN.append(("native backend", "skipped (--no-native)"))
     else:
         run_native(a.quick, out)
