@@ -92,8 +92,6 @@ guest_stage2() {
 	mkdir -p /dev/pts /dev/shm /dev/mqueue
 	mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
 	mount -t tmpfs -o mode=1777 tmpfs /dev/shm
-	mount -t tmpfs -o mode=1777 tmpfs /tmp
-	mount -t tmpfs -o mode=1777 tmpfs /var/tmp
 	mountpoint -q /run || mount -t tmpfs -o mode=755 tmpfs /run
 	mkdir -p /run/lock /run/redis /run/memcached /run/nginx
 	mount -t bpf bpf /sys/fs/bpf
@@ -105,6 +103,15 @@ guest_stage2() {
 
 	mkdir -p $CTL
 	mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 xpsctl $CTL
+	# Fresh /tmp and /var/tmp, unless CMD's directory lies in one of them
+	# (a checkout in /tmp): that one stays the root overlay's view of the
+	# host's, writable in the guest only.
+	for d in /tmp /var/tmp; do
+		case "$(cat $CTL/cwd)/" in
+		"$d"/*) ;;
+		*) mount -t tmpfs -o mode=1777 tmpfs "$d" ;;
+		esac
+	done
 	i=0
 	while IFS= read -r d; do
 		mkdir -p "$d"

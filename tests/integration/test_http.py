@@ -202,5 +202,36 @@ def test_wrk_counts():
         n.close()
 
 
+@test
+def test_curl():
+    # A real HTTP client: curl's POST gets the kernel's 405 (status and
+    # body as nginx would send them), its GET gets nginx's 200.
+    n = Nginx()
+    try:
+        url = "http://127.0.0.1:%d/" % n.port
+        base = subprocess.run(["curl", "-sS", "-X", "POST", "-d", "x=1", url],
+                              capture_output=True, timeout=30)
+        eq(base.returncode, 0, "curl POST exit status, no XPS")
+        xpsctl("service", "http", "--port", n.port, "--block", "POST=405", "--name", "web")
+        before = n.logged()
+        p = subprocess.run(["curl", "-sS", "-X", "POST", "-d", "x=1",
+                            "-w", "\\n%{http_code}", url],
+                           capture_output=True, timeout=30)
+        eq(p.returncode, 0, "curl POST exit status (stderr %r)" % p.stderr[-200:])
+        body, code = p.stdout.rsplit(b"\n", 1)
+        eq(code, b"405", "curl POST status")
+        eq(body, base.stdout, "405 body identical to nginx's")
+        p = subprocess.run(["curl", "-sS", url], capture_output=True, timeout=30)
+        eq(p.returncode, 0, "curl GET exit status (stderr %r)" % p.stderr[-200:])
+        eq(p.stdout, b"ok\n", "GET answered by nginx")
+        time.sleep(0.2)
+        s = stats("web")
+        eq(s["tx"], 1, "POSTs answered by the kernel")
+        eq(n.logged() - before, 1, "nginx logged only the GET")
+    finally:
+        xpsctl("service", "stop", "web", check=False)
+        n.close()
+
+
 if __name__ == "__main__":
     main()

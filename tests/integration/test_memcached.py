@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Memcached fast path against the unmodified Debian memcached, over TCP and
 UDP: byte-identical replies, no stale reads, memcached's own counters show
-the fast path was taken, and memccapable passes with XPS in front."""
+the fast path was taken, and memccapable and memcslap pass with XPS in
+front."""
 import os
 import random
 import socket
@@ -215,6 +216,34 @@ def test_memccapable():
         xpsctl("service", "stop", "mc", check=False)
         m.close()
 
+
+@test
+def test_memcslap():
+    # memcslap sets N keys, then each of its threads GETs every one of them
+    # and fails on any error. With XPS in front it must still succeed, some
+    # GETs must come from the kernel, and memcached must see no miss (an
+    # exact count of who answered what is test_get_tcp_udp_counters'; here
+    # the filler's own fetches, most of them for keys memcslap sets with an
+    # expiry and XPS never caches, are counted by memcached too).
+    m = Memcached()
+    n, threads = 2000, 4
+    try:
+        start(m)
+        tx0 = stats("mc")["tx"]
+        p = subprocess.run(["memcslap", "-s", "127.0.0.1:%d" % m.port, "-t", "get",
+                            "-e", str(n), "-c", str(threads)],
+                           capture_output=True, text=True, timeout=120)
+        eq(p.returncode, 0, "memcslap exit status (%s)" % p.stderr[-300:])
+        time.sleep(0.2)
+        s = stats("mc")
+        print("    memcslap: %d GETs, %d answered by the kernel" % (n * threads, s["tx"] - tx0))
+        if s["tx"] == tx0:
+            raise AssertionError("no memcslap GET was answered by the kernel")
+        eq(m.stat("get_misses"), 0, "memcached misses")
+        eq(s["errors"], 0, "handler errors")
+    finally:
+        xpsctl("service", "stop", "mc", check=False)
+        m.close()
 
 if __name__ == "__main__":
     main()
