@@ -547,16 +547,18 @@ def plot(outdir, summary):
             for i, s in enumerate(sel):
                 f.write('%d "%s/%s" %f\n' % (i, s["experiment"], s["backend"], s["ratio"]))
         png = os.path.join(outdir, "ratio_%s.png" % metric)
-        script = """set terminal png size 900,400 noenhanced
+        width = max(900, 45 * len(sel) + 200)
+        script = """set terminal png size %d,650 noenhanced
 set output '%s'
 set title 'XPS / baseline: %s'
 set style fill solid 0.6
 set boxwidth 0.6
 set yrange [0:*]
-set xtics rotate by -30
+set xtics rotate by 90 right
+set bmargin 22
 set grid ytics
 plot '%s' using 1:3:xtic(2) with boxes notitle, 1 with lines lt 2 title 'baseline'
-""" % (png, metric, data)
+""" % (width, png, metric, data)
         sh(["gnuplot"], input=script)
         say("plot: " + png)
 
