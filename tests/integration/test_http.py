@@ -204,9 +204,14 @@ def test_wrk_counts():
 
 @test
 def test_curl():
-    # A real HTTP client: curl's POST gets the kernel's 405 (status and
-    # body as nginx would send them), its GET gets nginx's 200.
+    # A real HTTP client: curl's POSTs get 405 with nginx's body, its GET
+    # gets nginx's 200. curl writes its first request as soon as the
+    # connection is up; on the stock backend a request that arrives before
+    # nginx accept()s goes to nginx (docs/stock-backend.md), so the kernel
+    # is only required to answer the POSTs that follow on the same
+    # keep-alive connection.
     n = Nginx()
+    posts = 5
     try:
         url = "http://127.0.0.1:%d/" % n.port
         base = subprocess.run(["curl", "-sS", "-X", "POST", "-d", "x=1", url],
@@ -214,24 +219,32 @@ def test_curl():
         eq(base.returncode, 0, "curl POST exit status, no XPS")
         xpsctl("service", "http", "--port", n.port, "--block", "POST=405", "--name", "web")
         before = n.logged()
-        p = subprocess.run(["curl", "-sS", "-X", "POST", "-d", "x=1",
-                            "-w", "\\n%{http_code}", url],
+        p = subprocess.run(["curl", "-sS", "-X", "POST", "-d", "x=1", url],
                            capture_output=True, timeout=30)
         eq(p.returncode, 0, "curl POST exit status (stderr %r)" % p.stderr[-200:])
-        body, code = p.stdout.rsplit(b"\n", 1)
-        eq(code, b"405", "curl POST status")
-        eq(body, base.stdout, "405 body identical to nginx's")
+        eq(p.stdout, base.stdout, "405 body identical to nginx's")
+        p = subprocess.run(["curl", "-sS", "-X", "POST", "-d", "x=1",
+                            "-w", "%{http_code} %{num_connects}\\n"] +
+                           ["-o", "/dev/null", url] * posts,
+                           capture_output=True, text=True, timeout=30)
+        eq(p.returncode, 0, "curl POSTs exit status (stderr %r)" % p.stderr[-200:])
+        lines = p.stdout.split()
+        eq(lines[0::2], ["405"] * posts, "curl POST statuses")
+        eq(sum(map(int, lines[1::2])), 1, "one keep-alive connection")
         p = subprocess.run(["curl", "-sS", url], capture_output=True, timeout=30)
         eq(p.returncode, 0, "curl GET exit status (stderr %r)" % p.stderr[-200:])
         eq(p.stdout, b"ok\n", "GET answered by nginx")
         time.sleep(0.2)
-        s = stats("web")
-        eq(s["tx"], 1, "POSTs answered by the kernel")
-        eq(n.logged() - before, 1, "nginx logged only the GET")
+        tx, logged = stats("web")["tx"], n.logged() - before
+        print("    curl: %d POSTs + 1 GET, %d answered by the kernel, %d logged by nginx"
+              % (posts + 1, tx, logged))
+        if tx < posts - 1:
+            raise AssertionError("the kernel answered %d POSTs, expected at least %d"
+                                 % (tx, posts - 1))
+        eq(tx + logged, posts + 2, "kernel answers + nginx's log")
     finally:
         xpsctl("service", "stop", "web", check=False)
         n.close()
-
 
 if __name__ == "__main__":
     main()
