@@ -283,19 +283,28 @@ def exp_redis(quick):
                     srv.stop()
 
 
-def run_redis_pair(srv, size, clients, pipeline, n, quick):
-    # one baseline and its XPS variant against one fresh server
+def redis_preload(srv, size, n):
     sh(on_cli(["redis-benchmark", "-h", srv.host, "-p", str(srv.port), "-t", "set",
-               "-n", "1000", "-r", "1000", "-d", str(size), "-q"]))
-    exp = "redis_get_%s_d%d_c%d" % ("P16" if pipeline == 16 else "P1", size, clients)
-    measure_redis(exp, "stock", "baseline", srv, clients, pipeline, n, size, keyspace=1000)
+               "-n", str(n), "-r", "1000", "-d", str(size), "-q"]))
+
+
+def redis_service_warm(srv, size):
+    """Start the Redis service as "bench" and warm its cache: the filler
+    fetches what the handler missed."""
     xpsctl("service", "redis", "--port", srv.port, "--name", "bench")
-    # warm the cache: the filler fetches what the handler missed
     for _ in range(20):
         redis_benchmark(srv.host, srv.port, 10, 1, 3000, size, keyspace=1000)
         st = xpsctl("stats", "show", "bench")[0]
         if st["runs"] and st["tx"] / st["runs"] > 0.9:
             break
+
+
+def run_redis_pair(srv, size, clients, pipeline, n, quick):
+    # one baseline and its XPS variant against one fresh server
+    redis_preload(srv, size, 1000)
+    exp = "redis_get_%s_d%d_c%d" % ("P16" if pipeline == 16 else "P1", size, clients)
+    measure_redis(exp, "stock", "baseline", srv, clients, pipeline, n, size, keyspace=1000)
+    redis_service_warm(srv, size)
     measure_redis(exp, "stock", "xps", srv, clients, pipeline, n, size,
                   service="bench", keyspace=1000)
 
@@ -313,15 +322,9 @@ def exp_redis_mix(quick):
         exp = "redis_mix_%d_%d_d%d_c%d" % (get_pct, 100 - get_pct, size, clients)
         srv = RedisServer(17703)
         try:
-            sh(on_cli(["redis-benchmark", "-h", srv.host, "-p", str(srv.port), "-t", "set",
-                       "-n", "3000", "-r", "1000", "-d", str(size), "-q"]))
+            redis_preload(srv, size, 3000)
             measure_redis_mix(exp, "baseline", srv, get_pct, n, size, clients)
-            xpsctl("service", "redis", "--port", srv.port, "--name", "bench")
-            for _ in range(20):
-                redis_benchmark(srv.host, srv.port, 10, 1, 3000, size, keyspace=1000)
-                st = xpsctl("stats", "show", "bench")[0]
-                if st["runs"] and st["tx"] / st["runs"] > 0.9:
-                    break
+            redis_service_warm(srv, size)
             measure_redis_mix(exp, "xps", srv, get_pct, n, size, clients, service="bench")
         except RuntimeError as e:
             NOT_RUN.append((exp, str(e)))
