@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * libFuzzer target for xps_mc_parse(): the first two input bytes choose the offset,
+ * libFuzzer target for one protocol parser, chosen at build time (the
+ * Makefile builds fuzz_redis, fuzz_memcached and fuzz_http from this file:
+ * FUZZ_HEADER, FUZZ_PARSE, FUZZ_REQ).  The first two input bytes choose the offset,
  * the rest is the payload.  Checks, beyond "no crash" under ASan/UBSan:
  * the result never depends on bytes past len, and a complete request lies
  * inside [off, len).  Walks the whole segment like a handler.
@@ -9,12 +11,12 @@
 #include <assert.h>
 #include <stdint.h>
 #include <string.h>
-#include "memcached.bpf.h"
+#include FUZZ_HEADER
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static __u8 a[XPS_SCRATCH], b[XPS_SCRATCH];
-	struct xps_kv_req ra, rb;
+	struct FUZZ_REQ ra, rb;
 	__u32 len, off, n;
 
 	if (size < 2)
@@ -28,10 +30,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(a + off, data, len - off);
 	memcpy(b + off, data, len - off);
 	for (n = 0; n < XPS_MAX_REQS_PER_SEG && off < len; n++) {
-		int k = xps_mc_parse(a, len, off, &ra);
+		int k = FUZZ_PARSE(a, len, off, &ra);
 
-		xps_mc_parse(b, len, off, &rb);
-		assert(!memcmp(&ra, &rb, offsetof(struct xps_kv_req, ws)));
+		FUZZ_PARSE(b, len, off, &rb);
+		assert(!memcmp(&ra, &rb, offsetof(struct FUZZ_REQ, ws)));
 		if (k == XPS_REQ_INCOMPLETE || k == XPS_REQ_MALFORMED || !ra.req_len)
 			break;
 		assert(ra.req_len <= len - off);
