@@ -46,6 +46,20 @@ static int open_pin(const char *ctxname, const char *what)
 	return fd;
 }
 
+int filler_hostport(const char *arg, const char *option, char *host,
+		    size_t hostsz, char *port, size_t portsz)
+{
+	const char *colon = strrchr(arg, ':');
+
+	if (!colon || colon == arg) {
+		fprintf(stderr, "%s: expected HOST:PORT\n", option);
+		return -1;
+	}
+	snprintf(host, hostsz, "%.*s", (int)(colon - arg), arg);
+	snprintf(port, portsz, "%s", colon + 1);
+	return 0;
+}
+
 int filler_open(struct filler *f, const char *ctxname)
 {
 	struct xps_context *xc;

@@ -8,6 +8,7 @@
 #define __XPS_FILLER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <linux/types.h>
 
 struct filler {
@@ -19,6 +20,11 @@ struct filler {
 
 void flog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int filler_open(struct filler *f, const char *ctxname);
+/* Split "HOST:PORT" (the last colon) into @host and @port; complains
+ * naming @option and returns -1 when @arg is not of that form.
+ */
+int filler_hostport(const char *arg, const char *option, char *host,
+		    size_t hostsz, char *port, size_t portsz);
 void filler_close(struct filler *f);
 /*
  * Start a fill of @key: its version (to stamp the value with), then the

@@ -228,17 +228,11 @@ int main(int argc, char **argv)
 		case 'c':
 			name = optarg;
 			break;
-		case 's': {
-			char *colon = strrchr(optarg, ':');
-
-			if (!colon || colon == optarg) {
-				fprintf(stderr, "--server: expected HOST:PORT\n");
+		case 's':
+			if (filler_hostport(optarg, "--server", host, sizeof(host),
+					    port, sizeof(port)))
 				return 2;
-			}
-			snprintf(host, sizeof(host), "%.*s", (int)(colon - optarg), optarg);
-			snprintf(port, sizeof(port), "%s", colon + 1);
 			break;
-		}
 		case 'v':
 			verbose++;
 			break;

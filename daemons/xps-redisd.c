@@ -401,17 +401,11 @@ int main(int argc, char **argv)
 		case 'c':
 			name = optarg;
 			break;
-		case 'r': {
-			char *colon = strrchr(optarg, ':');
-
-			if (!colon || colon == optarg) {
-				fprintf(stderr, "--redis: expected HOST:PORT\n");
+		case 'r':
+			if (filler_hostport(optarg, "--redis", host, sizeof(host),
+					    port, sizeof(port)))
 				return 2;
-			}
-			snprintf(host, sizeof(host), "%.*s", (int)(colon - optarg), optarg);
-			snprintf(port, sizeof(port), "%s", colon + 1);
 			break;
-		}
 		case 'v':
 			verbose++;
 			break;
