@@ -143,4 +143,52 @@ static void kv_run_pipeline(const char *suite, kv_parse_fn parse,
 	h_end();
 }
 
+/* Random and mutated input: invariants hold and nothing depends on bytes
+ * past len.  Each iteration mutates a fixture; every seventh is 64 bytes
+ * drawn from @alphabet.  The second buffer is padded with @pad.
+ */
+static void kv_run_hostile(const char *suite, kv_parse_fn parse,
+			   const struct fx *fx, unsigned nfx, unsigned seed,
+			   const char *alphabet, __u8 pad, int check_keys)
+{
+	static __u8 a[XPS_SCRATCH], b[XPS_SCRATCH];
+	unsigned nalpha = strlen(alphabet);
+	struct xps_kv_req ra, rb;
+	char title[64];
+	int it;
+
+	snprintf(title, sizeof(title), "%s hostile: random and mutated requests", suite);
+	h_begin(title);
+	for (it = 0; it < 20000; it++) {
+		const struct fx *f = &fx[it % nfx];
+		__u32 len = f->req_n, i;
+
+		memset(a, 0, sizeof(a));
+		memcpy(a, f->req, len);
+		for (i = 0; i < 3; i++) {
+			seed = seed * 1103515245 + 12345;
+			if (len)
+				a[(seed >> 8) % len] = (__u8)(seed >> 20);
+		}
+		if (it % 7 == 0) {
+			for (i = 0; i < 64; i++) {
+				seed = seed * 1103515245 + 12345;
+				a[i] = alphabet[(seed >> 16) % nalpha];
+			}
+			len = 64;
+		}
+		memcpy(b, a, len);
+		memset(b + len, pad, XPS_SCRATCH - len);
+		parse(a, len, 0, &ra);
+		parse(b, len, 0, &rb);
+		CHECK(!memcmp(&ra, &rb, offsetof(struct xps_kv_req, ws)), "iteration %d depends on bytes past len", it);
+		if (kv_complete(ra.kind))
+			CHECK(ra.req_len && ra.req_len <= len, "iteration %d: req_len %u of %u", it, ra.req_len, len);
+		CHECK(ra.nkeys <= XPS_MAX_KEYS, "nkeys %u", ra.nkeys);
+		for (i = 0; check_keys && i < ra.nkeys && kv_complete(ra.kind); i++)
+			CHECK(ra.keys[i].off + ra.keys[i].len <= len, "key outside request");
+	}
+	h_end();
+}
+
 #endif /* __XPS_TEST_KV_COMMON_H */

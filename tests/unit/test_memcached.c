@@ -61,44 +61,6 @@ static void test_encoders(void)
 	h_end();
 }
 
-static void test_hostile(void)
-{
-	static __u8 a[XPS_SCRATCH], b[XPS_SCRATCH];
-	struct xps_kv_req ra, rb;
-	unsigned seed = 7;
-	int it;
-
-	h_begin("memcached hostile: random and mutated requests");
-	for (it = 0; it < 20000; it++) {
-		const struct fx *f = &mc_fx[it % N(mc_fx)];
-		__u32 len = f->req_n, i;
-
-		memset(a, 0, sizeof(a));
-		memcpy(a, f->req, len);
-		for (i = 0; i < 3; i++) {
-			seed = seed * 1103515245 + 12345;
-			if (len)
-				a[(seed >> 8) % len] = (__u8)(seed >> 20);
-		}
-		if (it % 7 == 0) {
-			for (i = 0; i < 64; i++) {
-				seed = seed * 1103515245 + 12345;
-				a[i] = "getsetcas 0123456789-\r\n\t"[(seed >> 16) % 24];
-			}
-			len = 64;
-		}
-		memcpy(b, a, len);
-		memset(b + len, 0x0a, XPS_SCRATCH - len);
-		xps_mc_parse(a, len, 0, &ra);
-		xps_mc_parse(b, len, 0, &rb);
-		CHECK(!memcmp(&ra, &rb, offsetof(struct xps_kv_req, ws)), "iteration %d depends on bytes past len", it);
-		if (kv_complete(ra.kind))
-			CHECK(ra.req_len && ra.req_len <= len, "iteration %d: req_len %u of %u", it, ra.req_len, len);
-		CHECK(ra.nkeys <= XPS_MAX_KEYS, "nkeys %u", ra.nkeys);
-	}
-	h_end();
-}
-
 int main(void)
 {
 	kv_run_table("memcached", xps_mc_parse, mc_fx, N(mc_fx));
@@ -106,6 +68,7 @@ int main(void)
 	kv_run_pipeline("memcached", xps_mc_parse, mc_fx, N(mc_fx));
 	test_key_limits();
 	test_encoders();
-	test_hostile();
+	kv_run_hostile("memcached", xps_mc_parse, mc_fx, N(mc_fx), 7,
+		       "getsetcas 0123456789-\r\n\t", 0x0a, 0);
 	return h_summary("test_memcached");
 }

@@ -36,54 +36,13 @@ static void test_encoder(void)
 	h_end();
 }
 
-/* Random and mutated input: invariants hold and nothing depends on bytes
- * past len. */
-static void test_hostile(void)
-{
-	static __u8 a[XPS_SCRATCH], b[XPS_SCRATCH];
-	struct xps_kv_req ra, rb;
-	unsigned seed = 1;
-	int it;
-
-	h_begin("redis hostile: random and mutated requests");
-	for (it = 0; it < 20000; it++) {
-		const struct fx *f = &redis_fx[it % N(redis_fx)];
-		__u32 len = f->req_n, i;
-
-		memset(a, 0, sizeof(a));
-		memcpy(a, f->req, len);
-		for (i = 0; i < 3; i++) {
-			seed = seed * 1103515245 + 12345;
-			if (len)
-				a[(seed >> 8) % len] = (__u8)(seed >> 20);
-		}
-		if (it % 7 == 0) {
-			for (i = 0; i < 64; i++) {
-				seed = seed * 1103515245 + 12345;
-				a[i] = "*$\r\n0123456789-GETSET abc"[(seed >> 16) % 25];
-			}
-			len = 64;
-		}
-		memcpy(b, a, len);
-		memset(b + len, 0xff, XPS_SCRATCH - len);
-		xps_redis_parse(a, len, 0, &ra);
-		xps_redis_parse(b, len, 0, &rb);
-		CHECK(!memcmp(&ra, &rb, offsetof(struct xps_kv_req, ws)), "iteration %d depends on bytes past len", it);
-		if (kv_complete(ra.kind))
-			CHECK(ra.req_len && ra.req_len <= len, "iteration %d: req_len %u of %u", it, ra.req_len, len);
-		CHECK(ra.nkeys <= XPS_MAX_KEYS, "nkeys %u", ra.nkeys);
-		for (i = 0; i < ra.nkeys && kv_complete(ra.kind); i++)
-			CHECK(ra.keys[i].off + ra.keys[i].len <= len, "key outside request");
-	}
-	h_end();
-}
-
 int main(void)
 {
 	kv_run_table("redis", xps_redis_parse, redis_fx, N(redis_fx));
 	kv_run_split("redis", xps_redis_parse, redis_fx, N(redis_fx));
 	kv_run_pipeline("redis", xps_redis_parse, redis_fx, N(redis_fx));
 	test_encoder();
-	test_hostile();
+	kv_run_hostile("redis", xps_redis_parse, redis_fx, N(redis_fx), 1,
+		       "*$\r\n0123456789-GETSET abc", 0xff, 1);
 	return h_summary("test_redis");
 }
