@@ -33,11 +33,6 @@ struct {
 	__type(value, struct http_scratch);
 } http_scratch SEC(".maps");
 
-/* Flags under which nginx's answer is not the one encoded here. */
-#define HTTP_UNMODELLED (XPS_HTTP_F_CHUNKED | XPS_HTTP_F_EXPECT |	\
-			 XPS_HTTP_F_PAD | XPS_HTTP_F_CLOSE | XPS_HTTP_F_ODD | \
-			 XPS_HTTP_F_LONG_METHOD | XPS_F_TOO_BIG)
-
 SEC("xps")
 int xps_http_filter(struct __sk_buff *skb)
 {
@@ -78,7 +73,7 @@ int xps_http_filter(struct __sk_buff *skb)
 		return xps_pass(skb);
 	}
 	if (kind != XPS_REQ_SERVE || sc->req.req_len != n ||
-	    (sc->req.flags & HTTP_UNMODELLED) || !xps_may_consume(skb))
+	    (sc->req.flags & XPS_HTTP_F_UNMODELLED) || !xps_may_consume(skb))
 		return xps_pass(skb);
 
 	__builtin_memcpy(key.m, sc->req.method, HTTP_METHOD_LEN);

@@ -174,8 +174,14 @@ static long walk_one(__u32 i, void *ctx)
 		w->serve = 0;
 		break;
 	case XPS_REQ_STATE:
+		/*
+		 * quit, watch: memcached answers nothing on this connection
+		 * after them, so neither may the kernel.
+		 */
 		if (req->nkeys || (req->flags & XPS_F_ALL))
 			invalidate(w);
+		if (w->cs)
+			w->cs->flags |= MC_CONN_NO_SERVE;
 		w->serve = 0;
 		break;
 	case XPS_REQ_HARMLESS:

@@ -49,6 +49,15 @@ enum xps_http_flags {
 	XPS_HTTP_F_LEADING_CRLF = 1 << 23, /* CR/LF before the request line */
 };
 
+/*
+ * Flags under which nginx's answer to a request is not what
+ * xps_http_encode_error() produces: the filter passes such requests.
+ */
+#define XPS_HTTP_F_UNMODELLED						\
+	(XPS_HTTP_F_CHUNKED | XPS_HTTP_F_EXPECT | XPS_HTTP_F_PAD |	\
+	 XPS_HTTP_F_CLOSE | XPS_HTTP_F_ODD | XPS_HTTP_F_LONG_METHOD |	\
+	 XPS_F_TOO_BIG)
+
 /* Bytes of parser work area in a result (struct xps_http_req.ws). */
 #define XPS_HTTP_WS		80
 

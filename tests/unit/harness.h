@@ -47,7 +47,7 @@ static int h_summary(const char *suite)
 }
 
 /* Copy n bytes to buf at off; the rest of the buffer is @fill. */
-static void h_load(__u8 *buf, size_t off, const void *req, size_t n, int fill)
+static __attribute__((unused)) void h_load(__u8 *buf, size_t off, const void *req, size_t n, int fill)
 {
 	memset(buf, fill, XPS_SCRATCH);
 	if (off + n > XPS_SCRATCH)

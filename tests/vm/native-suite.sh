@@ -15,6 +15,8 @@ if ! grep -q '"backend":"native"' /tmp/xps-status.json; then
 fi
 step "kernel hook tests (tests/vm)"
 tests/vm/run.sh || fail=1
+step "handler fixtures through BPF_PROG_TEST_RUN (tests/vm/xps_fxtest.c)"
+tests/vm/.output/xps_fxtest .output/bpf tests/vm/.output/fx_wrap.bpf.o || fail=1
 step "libxps API test, native backend"
 .output/tests/api_test .output/bpf || fail=1
 step "integration: foundation, native backend"
