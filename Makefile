@@ -37,7 +37,7 @@ LIBBPF_LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf -le
 
 # the framework is embedded in libxps as a skeleton; handlers are files
 FRAMEWORK := xps_framework
-HANDLERS := echo verdict upper kv redis ceiling http_filter memcached
+HANDLERS := echo verdict upper kv redis ceiling http_filter memcached redis_cluster
 BPF_OBJS := $(addprefix $(OUTPUT)/bpf/,$(addsuffix .bpf.o,$(FRAMEWORK) $(HANDLERS)))
 BPF_HDRS := $(wildcard bpf/*.bpf.h bpf/*.h bpf/proto/*.h) include/xps/abi.h include/uapi/linux/xps.h
 
@@ -50,7 +50,7 @@ CLI_OBJS := $(patsubst cli/%.c,$(OUTPUT)/cli/%.o,$(CLI_SRCS))
 LIBXPS_A := $(OUTPUT)/libxps.a
 LIBXPS_SO := $(OUTPUT)/libxps.so.$(XPS_VERSION)
 XPSCTL := $(OUTPUT)/xpsctl
-DAEMONS := $(OUTPUT)/xps-redisd $(OUTPUT)/xps-memcachedd
+DAEMONS := $(OUTPUT)/xps-redisd $(OUTPUT)/xps-memcachedd $(OUTPUT)/xps-clusterd
 PCFILE := $(OUTPUT)/libxps.pc
 DEPS_STAMP := $(OUTPUT)/.deps-build
 
@@ -113,9 +113,9 @@ $(XPSCTL): $(CLI_OBJS) $(LIBXPS_A)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $(CLI_OBJS) $(LIBXPS_A) $(LIBBPF_LIBS)
 
-$(OUTPUT)/xps-%: daemons/xps-%.c daemons/filler.c daemons/filler.h $(LIBXPS_A) libxps/libxps.h bpf/*.h
+$(OUTPUT)/xps-%: daemons/xps-%.c daemons/filler.c daemons/filler.h daemons/resp.c daemons/resp.h $(LIBXPS_A) libxps/libxps.h bpf/*.h
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) -o $@ $< daemons/filler.c $(LIBXPS_A) $(LIBBPF_LIBS)
+	$(Q)$(CC) $(USER_CFLAGS) -o $@ $< daemons/filler.c daemons/resp.c $(LIBXPS_A) $(LIBBPF_LIBS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/xps \

@@ -5,6 +5,8 @@
  *   xpsctl service redis --port N [--name NAME] [--redis HOST:PORT]
  *   xpsctl service memcached --port N [--udp] [--name NAME]
  *   xpsctl service http --port N [--block METHOD=STATUS]... [--name NAME]
+ *   xpsctl service redis-cluster --port N [--bus-port M] [--max-age MS]
+ *                                [--name NAME]
  *   xpsctl service stop NAME
  *   xpsctl service list
  *
@@ -31,6 +33,7 @@
 #include "cmd.h"
 #include "out.h"
 #include "../bpf/http_filter.h"
+#include "../bpf/redis_cluster.h"
 
 #define RUN_DIR "/run/xps"
 
@@ -287,6 +290,158 @@ static int do_redis(int argc, char **argv)
 }
 
 /*
+ * Run "@argv --check" and turn its complaint (stderr, first line) into
+ * ours: bad configuration is reported before anything is created.
+ */
+static int daemon_check(char *const argv[])
+{
+	char msg[512] = "";
+	int pfd[2], st = 0;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	if (pipe(pfd))
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (!pid) {
+		close(pfd[0]);
+		dup2(pfd[1], STDERR_FILENO);
+		dup2(pfd[1], STDOUT_FILENO);
+		execv(argv[0], argv);
+		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(pfd[1]);
+	while (got < (ssize_t)sizeof(msg) - 1 &&
+	       (n = read(pfd[0], msg + got, sizeof(msg) - 1 - got)) > 0)
+		got += n;
+	close(pfd[0]);
+	msg[got] = '\0';
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		/* the last line says why (earlier ones are log lines) */
+		while (got > 0 && msg[got - 1] == '\n')
+			msg[--got] = '\0';
+		p_err("%s", strrchr(msg, '\n') ? strrchr(msg, '\n') + 1 :
+			    msg[0] ? msg : "the node failed the check");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Redis Cluster bus PINGs answered from the kernel: a comp context on the
+ * bus port selects by the message type (offset 12, 2 bytes); type 0 (PING)
+ * runs redis_cluster.bpf.o in the sub-context NAME-ping, whose PONG
+ * template xps-clusterd keeps fresh (docs/coherence.md).
+ */
+static int do_redis_cluster(int argc, char **argv)
+{
+	char daemon[PATH_MAX], obj[PATH_MAX], name[XPS_NAME_LEN];
+	char sub[XPS_NAME_LEN], redis[64], bus[16], age[16];
+	__u32 port = 0, bus_port = 0, max_age = 0;
+	const char *v, *oname = NULL;
+	__u8 ping[XPS_COMP_MAX_LEN] = { 0, 0 };	/* CLUSTERMSG_TYPE_PING, be16 */
+	struct xps_predicate p = { .proto = IPPROTO_TCP };
+	struct xps_context *comp, *ctx;
+	char *args[14];
+	int n = 0;
+	pid_t pid;
+
+	while (argc > 0) {
+		if (!strcmp(argv[0], "--port")) {
+			if (next_arg(&argc, &argv, "--port", &v) ||
+			    parse_u32(v, "--port", 65535, &port))
+				return 1;
+		} else if (!strcmp(argv[0], "--bus-port")) {
+			if (next_arg(&argc, &argv, "--bus-port", &v) ||
+			    parse_u32(v, "--bus-port", 65535, &bus_port))
+				return 1;
+		} else if (!strcmp(argv[0], "--max-age")) {
+			if (next_arg(&argc, &argv, "--max-age", &v) ||
+			    parse_u32(v, "--max-age", 3600000, &max_age))
+				return 1;
+		} else if (!strcmp(argv[0], "--name")) {
+			if (next_arg(&argc, &argv, "--name", &oname))
+				return 1;
+		} else {
+			p_err("unknown option '%s'", argv[0]);
+			return 1;
+		}
+	}
+	if (!port) {
+		p_err("--port is required (the node's client port)");
+		return 1;
+	}
+	if (!bus_port && port + 10000 > 65535) {
+		p_err("--port %u: the bus port would be above 65535; give --bus-port",
+		      port);
+		return 1;
+	}
+	if (oname && strlen(oname) > XPS_NAME_LEN - 6) {
+		p_err("--name: at most %d characters", XPS_NAME_LEN - 6);
+		return 1;
+	}
+	snprintf(name, sizeof(name), "%s", oname ? oname : "redis-cluster");
+	snprintf(sub, sizeof(sub), "%.26s-ping", name);
+	snprintf(redis, sizeof(redis), "127.0.0.1:%u", port);
+	snprintf(bus, sizeof(bus), "%u", bus_port ? bus_port : port + 10000);
+	snprintf(age, sizeof(age), "%u", max_age);
+	if (find_daemon("xps-clusterd", daemon, sizeof(daemon)) ||
+	    find_object("redis_cluster", obj, sizeof(obj)))
+		return 1;
+	args[n++] = daemon;
+	args[n++] = "--context";
+	args[n++] = sub;
+	args[n++] = "--redis";
+	args[n++] = redis;
+	args[n++] = "--bus-port";
+	args[n++] = bus;
+	if (max_age) {
+		args[n++] = "--max-age";
+		args[n++] = age;
+	}
+	args[n++] = "--check";
+	args[n] = NULL;
+	if (daemon_check(args))
+		return 1;
+	args[--n] = NULL;	/* the same, without --check */
+
+	p.lport = bus_port ? bus_port : port + 10000;
+	{
+		XPS_CTX_OPTS(opts, name);
+
+		comp = xps_create_compcontext_pred(&p, CLUSTER_OFF_TYPE, 2, &opts);
+	}
+	if (!comp)
+		return lib_err("service redis-cluster", -errno);
+	{
+		XPS_CTX_OPTS(opts, sub);
+
+		ctx = xps_create_subcontext_opts(comp, obj, ping, &opts);
+	}
+	if (!ctx) {
+		lib_err("service redis-cluster", -errno);
+		xps_delete_context(comp);
+		return 1;
+	}
+	xps_context__close(ctx);
+	pid = spawn_daemon(name, args);
+	if (pid <= 0) {
+		p_err("cannot start xps-clusterd");
+		xps_delete_context(comp);	/* and its sub-context */
+		return 1;
+	}
+	xps_context__close(comp);
+	print_service(name, "redis-cluster", p.lport, pid);
+	return 0;
+}
+
+/*
  * memcached over TCP, and with --udp over UDP too: the UDP context
  * (NAME-udp) shares the TCP one's cache, versions and miss queue, so a
  * write on either invalidates both and one filler serves both.
@@ -532,6 +687,18 @@ static int list_one(const struct xps_ctx_info *info, __u32 slot, void *data)
 	snprintf(kind, sizeof(kind), "%s", base ? base + 1 : info->obj_path);
 	if (strchr(kind, '.'))
 		*strchr(kind, '.') = '\0';
+	if (!strcmp(kind, "redis_cluster")) {
+		/* the service is the comp context NAME, this is NAME-ping */
+		char svc[XPS_NAME_LEN];
+		size_t n = strlen(info->name);
+
+		snprintf(svc, sizeof(svc), "%s", info->name);
+		if (n > 5 && !strcmp(svc + n - 5, "-ping"))
+			svc[n - 5] = '\0';
+		print_service(svc, "redis-cluster", info->pred.lport,
+			      read_pid(svc));
+		return 0;
+	}
 	if (strcmp(kind, "redis") && strcmp(kind, "http_filter") &&
 	    strcmp(kind, "memcached"))
 		return 0;
@@ -563,6 +730,8 @@ static int do_help(int argc, char **argv)
 "Usage: xpsctl service redis --port N [--name NAME] [--redis HOST:PORT]\n"
 "       xpsctl service memcached --port N [--udp] [--name NAME]\n"
 "       xpsctl service http --port N [--block METHOD=STATUS]... [--name NAME]\n"
+"       xpsctl service redis-cluster --port N [--bus-port M] [--max-age MS]\n"
+"                                    [--name NAME]\n"
 "       xpsctl service stop NAME\n"
 "       xpsctl service list\n");
 	return json_output ? 1 : 0;
@@ -572,6 +741,7 @@ int do_service(int argc, char **argv)
 {
 	static const struct cmd cmds[] = {
 		{ "redis", do_redis },
+		{ "redis-cluster", do_redis_cluster },
 		{ "memcached", do_memcached },
 		{ "http", do_http },
 		{ "stop", do_stop },

@@ -60,7 +60,7 @@ int filler_hostport(const char *arg, const char *option, char *host,
 	return 0;
 }
 
-int filler_open(struct filler *f, const char *ctxname)
+int filler_open_data(struct filler *f, const char *ctxname)
 {
 	struct xps_context *xc;
 	struct xps_ctx_info info;
@@ -78,6 +78,13 @@ int filler_open(struct filler *f, const char *ctxname)
 	xps_context__close(xc);
 	f->port = info.pred.lport;
 	f->data_fd = open_pin(ctxname, "data");
+	return f->data_fd < 0 ? -1 : 0;
+}
+
+int filler_open(struct filler *f, const char *ctxname)
+{
+	if (filler_open_data(f, ctxname))
+		return -1;
 	f->misses_fd = open_pin(ctxname, "misses");
 	f->state_fd = open_pin(ctxname, "state");
 	f->versions_fd = open_pin(ctxname, "versions");

@@ -20,6 +20,11 @@ struct filler {
 
 void flog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int filler_open(struct filler *f, const char *ctxname);
+/*
+ * Only the context's data map and port (every other fd -1), for handlers
+ * without a cache.
+ */
+int filler_open_data(struct filler *f, const char *ctxname);
 /* Split "HOST:PORT" (the last colon) into @host and @port; complains
  * naming @option and returns -1 when @arg is not of that form.
  */

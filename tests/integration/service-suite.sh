@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# A service suite (redis, memcached, http) against its Debian server, run
+# A service suite (redis, memcached, http, cluster) against its Debian server, run
 # once its handler loads on this kernel.  Until then it says so loudly
 # (exit 77: NOT RUN) instead of failing quietly.
 #
-#   tests/integration/service-suite.sh redis|memcached|http
+#   tests/integration/service-suite.sh redis|memcached|http|cluster
 set -u
 cd "$(dirname "$0")/../.."
 svc=$1
@@ -11,7 +11,8 @@ case $svc in
 redis) obj=redis ;;
 memcached) obj=memcached ;;
 http) obj=http_filter ;;
-*) echo "usage: $0 redis|memcached|http" >&2; exit 2 ;;
+cluster) obj=redis_cluster ;;
+*) echo "usage: $0 redis|memcached|http|cluster" >&2; exit 2 ;;
 esac
 X=.output/xpsctl
 notrun() {

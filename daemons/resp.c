@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* A minimal blocking RESP2 client for the fillers (see resp.h). */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "filler.h"
+#include "resp.h"
+
+int resp_connect(struct conn *c, const char *host, const char *port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai, *p;
+	int one = 1, err;
+
+	c->fd = -1;
+	c->len = c->pos = 0;
+	err = getaddrinfo(host, port, &hints, &ai);
+	if (err) {
+		flog("cannot resolve %s:%s: %s", host, port, gai_strerror(err));
+		return -1;
+	}
+	for (p = ai; p; p = p->ai_next) {
+		c->fd = socket(p->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (c->fd < 0)
+			continue;
+		if (!connect(c->fd, p->ai_addr, p->ai_addrlen))
+			break;
+		close(c->fd);
+		c->fd = -1;
+	}
+	freeaddrinfo(ai);
+	if (c->fd < 0) {
+		flog("cannot connect to Redis at %s:%s: %s", host, port,
+		       strerror(errno));
+		return -1;
+	}
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return 0;
+}
+
+static int fill_buf(struct conn *c)
+{
+	ssize_t n;
+
+	if (c->pos == c->len)
+		c->pos = c->len = 0;
+	if (c->len == sizeof(c->buf)) {
+		if (!c->pos)
+			return -1;
+		memmove(c->buf, c->buf + c->pos, c->len - c->pos);
+		c->len -= c->pos;
+		c->pos = 0;
+	}
+	n = read(c->fd, c->buf + c->len, sizeof(c->buf) - c->len);
+	if (n <= 0)
+		return -1;
+	c->len += n;
+	return 0;
+}
+
+/* One line without CRLF into @line. */
+int read_line(struct conn *c, char *line, size_t sz)
+{
+	char *nl;
+
+	for (;;) {
+		nl = memchr(c->buf + c->pos, '\n', c->len - c->pos);
+		if (nl)
+			break;
+		if (fill_buf(c))
+			return -1;
+	}
+	if ((size_t)(nl - (c->buf + c->pos)) >= sz)
+		return -1;
+	memcpy(line, c->buf + c->pos, nl - (c->buf + c->pos));
+	line[nl - (c->buf + c->pos)] = '\0';
+	if (nl > c->buf + c->pos && nl[-1] == '\r')
+		line[nl - (c->buf + c->pos) - 1] = '\0';
+	c->pos = nl - c->buf + 1;
+	return 0;
+}
+
+int read_bytes(struct conn *c, void *dst, size_t n)
+{
+	size_t got = 0, k;
+
+	while (got < n) {
+		if (c->pos == c->len && fill_buf(c))
+			return -1;
+		k = c->len - c->pos;
+		if (k > n - got)
+			k = n - got;
+		if (dst)
+			memcpy((char *)dst + got, c->buf + c->pos, k);
+		c->pos += k;
+		got += k;
+	}
+	return 0;
+}
+
+/*
+ * One command in one write: a command split over several segments is one
+ * whose boundaries the handler cannot see, and it then invalidates the
+ * whole cache (what it must do when in doubt).
+ */
+int send_cmd(struct conn *c, int argc, const char **argv, const size_t *lens)
+{
+	char out[1024];
+	size_t n = 0, l;
+	int i, k;
+
+	k = snprintf(out, sizeof(out), "*%d\r\n", argc);
+	n = k;
+	for (i = 0; i < argc; i++) {
+		l = lens ? lens[i] : strlen(argv[i]);
+		if (n + l + 32 > sizeof(out))
+			return -1;
+		n += snprintf(out + n, sizeof(out) - n, "$%zu\r\n", l);
+		memcpy(out + n, argv[i], l);
+		n += l;
+		out[n++] = '\r';
+		out[n++] = '\n';
+	}
+	return write(c->fd, out, n) == (ssize_t)n ? 0 : -1;
+}
+
+/*
+ * A reply: type in *type ('+', '-', ':', '$', '*'), integer in *num, a bulk
+ * of up to @cap bytes in @data (*num = its length, -1 for nil); arrays are
+ * read with read_reply per element by the caller.
+ */
+int read_reply(struct conn *c, char *type, long long *num, void *data,
+	       size_t cap, char *line, size_t linesz)
+{
+	if (read_line(c, line, linesz))
+		return -1;
+	*type = line[0];
+	*num = 0;
+	switch (line[0]) {
+	case ':':
+	case '*':
+		*num = strtoll(line + 1, NULL, 10);
+		return 0;
+	case '$':
+		*num = strtoll(line + 1, NULL, 10);
+		if (*num < 0)
+			return 0;
+		if ((size_t)*num > cap) {
+			/* too long to cache: skip it */
+			if (read_bytes(c, NULL, *num + 2))
+				return -1;
+			*num = -3;
+			return 0;
+		}
+		return read_bytes(c, data, *num) || read_bytes(c, NULL, 2);
+	case '+':
+	case '-':
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/* CONFIG GET <name>: the value into @out. */
+int config_get(struct conn *c, const char *name, char *out, size_t sz)
+{
+	const char *argv[] = { "CONFIG", "GET", name };
+	char line[512], t;
+	long long n;
+
+	out[0] = '\0';
+	if (send_cmd(c, 3, argv, NULL) ||
+	    read_reply(c, &t, &n, NULL, 0, line, sizeof(line)) || t != '*')
+		return -1;
+	if (n < 2)
+		return 0;
+	if (read_reply(c, &t, &n, NULL, 0, line, sizeof(line)) ||
+	    read_reply(c, &t, &n, out, sz - 1, line, sizeof(line)))
+		return -1;
+	out[n > 0 ? n : 0] = '\0';
+	return 0;
+}
+
+int resp_set_timeout(struct conn *c, unsigned int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
+		return -1;
+	return 0;
+}
+
+void resp_close(struct conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->len = c->pos = 0;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A minimal blocking RESP2 client for the Redis fillers (xps-redisd,
+ * xps-clusterd): one connection, one command at a time or pipelined.
+ */
+#ifndef __XPS_RESP_H
+#define __XPS_RESP_H
+
+#include <stddef.h>
+
+struct conn {
+	int fd;
+	char buf[65536];
+	size_t len, pos;
+};
+
+/* Connect to @host:@port with TCP_NODELAY.  0, or -1 after logging why. */
+int resp_connect(struct conn *c, const char *host, const char *port);
+/* Receive and send timeouts (SO_RCVTIMEO/SO_SNDTIMEO) of @ms. */
+int resp_set_timeout(struct conn *c, unsigned int ms);
+void resp_close(struct conn *c);
+/* One line without CRLF into @line. */
+int read_line(struct conn *c, char *line, size_t sz);
+/* @n bytes into @dst (NULL: skip them). */
+int read_bytes(struct conn *c, void *dst, size_t n);
+/*
+ * One command in one write: a command split over several segments is one
+ * whose boundaries the handler cannot see, and it then invalidates the
+ * whole cache (what it must do when in doubt).  @lens NULL: strlen().
+ */
+int send_cmd(struct conn *c, int argc, const char **argv, const size_t *lens);
+/*
+ * A reply: type in *type ('+', '-', ':', '$', '*'), integer in *num, a bulk
+ * of up to @cap bytes in @data (*num = its length, -1 for nil, -3 when it
+ * was longer than @cap and skipped); arrays are read with read_reply per
+ * element by the caller.
+ */
+int read_reply(struct conn *c, char *type, long long *num, void *data,
+	       size_t cap, char *line, size_t linesz);
+/* CONFIG GET <name>: the value into @out ("" when Redis has no such name). */
+int config_get(struct conn *c, const char *name, char *out, size_t sz);
+
+#endif
