@@ -418,12 +418,17 @@ xps_conn_state(struct __sk_buff *skb)
 
 enum xps__outcome { XPS__TX, XPS__DROP, XPS__PASS, XPS__RESET, XPS__ERROR };
 
+/*
+ * Every handler verdict ends here: the run is over, and another may use
+ * the CPU's run state and scratch (see run_begin() in the framework).
+ */
 static __always_inline void xps__account(struct xps_run *run, int outcome,
 					 int error)
 {
 	struct xps_handler_stats *st;
 	__u32 slot = run->slot;
 
+	run->active = 0;
 	st = bpf_map_lookup_elem(&xps_stats, &slot);
 	if (!st)
 		return;
@@ -458,11 +463,9 @@ static __always_inline void xps__mark_slow(struct __sk_buff *skb,
 		return;
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
 	if (conn) {
-		/* TCP runs for one socket are serialised by the socket
-		 * lock, so plain stores cannot race with each other.
-		 */
+		/* a nested run may pass on this connection meanwhile */
 		conn->pass_write_seq = run->write_seq;
-		conn->flags |= XPS_CONN_SLOW_PENDING;
+		__sync_fetch_and_or(&conn->flags, XPS_CONN_SLOW_PENDING);
 	}
 }
 

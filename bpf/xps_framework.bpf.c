@@ -296,15 +296,43 @@ static __always_inline int resolve_slot(struct __sk_buff *skb,
 	return sub->slot;
 }
 
-static __always_inline struct xps_run *run_begin(void)
+/*
+ * The run state (and the handlers' per-CPU scratch) serves one run per CPU
+ * at a time, but a run can be interrupted by another on the same CPU: the
+ * stock stream verdict and the native hook also run in process context
+ * (backlog processing in release_sock() runs with softirqs enabled), and a
+ * softirq arriving meanwhile runs the program again, on another socket or
+ * the same one.  Seen under load: the inner run overwrote the outer one's
+ * state and one request was answered twice, the next one never.  A run
+ * that finds another under way on its CPU leaves everything alone and
+ * passes its request (run_nested()).  A run ends in xps__account() (every
+ * handler verdict) or run_end() (every framework exit); a run started more
+ * than XPS_RUN_STALE_NS ago is over whatever its flag says, so a missed
+ * clear costs passes for that long, never a wrong answer.
+ */
+#define XPS_RUN_STALE_NS	(20 * 1000 * 1000ULL)
+
+static __always_inline struct xps_run *run_begin(int *nested)
 {
 	struct xps_run *run = xps__run();
+	__u64 now = bpf_ktime_get_ns();
 
+	*nested = 0;
 	if (!run)
 		return NULL;
+	if (run->active && now - run->start_ns < XPS_RUN_STALE_NS) {
+		*nested = 1;
+		return NULL;
+	}
 	__builtin_memset(run, 0, sizeof(*run));
-	run->start_ns = bpf_ktime_get_ns();
+	run->start_ns = now;
+	run->active = 1;
 	return run;
+}
+
+static __always_inline void run_end(struct xps_run *run)
+{
+	run->active = 0;
 }
 
 /* ---- native backend ------------------------------------------------ */
@@ -315,16 +343,18 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 	struct xps_pred_key key;
 	struct xps_run *run;
 	__u32 slot;
-	int sub;
+	int sub, nested;
 
 	if (!skb->len)
 		return XPS_PASS;
-	run = run_begin();
+	run = run_begin(&nested);
 	if (!run)
-		return XPS_PASS;
+		return XPS_PASS;	/* nested: the hook keeps the order */
 	key_from_skb(skb, proto, &key);
-	if (pred_lookup(&key, &slot))
+	if (pred_lookup(&key, &slot)) {
+		run_end(run);
 		return XPS_PASS;
+	}
 	run->proto = proto;
 	run->family = key.family;
 	run->payload_len = skb->len;
@@ -343,11 +373,14 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 			run->may_consume = 0;
 	}
 	sub = resolve_slot(skb, run, slot);
-	if (sub < 0)
+	if (sub < 0) {
+		run_end(run);
 		return XPS_PASS;
+	}
 	run->slot = sub;
 	bpf_tail_call(skb, progs, sub);
 	count_only(sub, run->start_ns, 1);
+	run_end(run);
 	return XPS_PASS;
 }
 
@@ -458,9 +491,32 @@ static __always_inline int sockmap_may_consume(struct __sk_buff *skb,
 	if (conn->flags & XPS_CONN_SLOW_PENDING) {
 		if (tp->write_seq == conn->pass_write_seq)
 			return 0;
-		conn->flags &= ~XPS_CONN_SLOW_PENDING;
+		__sync_fetch_and_and(&conn->flags, ~XPS_CONN_SLOW_PENDING);
 	}
 	return 1;
+}
+
+/*
+ * A request passed by a nested run (see run_begin()): the service owes
+ * the connection an answer, so no later reply from the kernel may
+ * overtake it (as xps__mark_slow() records for a handler's PASS).  The
+ * interrupted run may be updating the same record: atomic updates only.
+ */
+static __always_inline void pass_nested(struct __sk_buff *skb)
+{
+	struct tcp_sock___xps *tp;
+	struct xps_conn *conn;
+	__u64 cookie;
+
+	if (!skb->sk)
+		return;
+	tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(skb->sk);
+	cookie = bpf_get_socket_cookie(skb);
+	conn = bpf_map_lookup_elem(&xps_conns, &cookie);
+	if (!tp || !conn)
+		return;
+	conn->pass_write_seq = tp->write_seq;
+	__sync_fetch_and_or(&conn->flags, XPS_CONN_SLOW_PENDING);
 }
 
 SEC("sk_skb/stream_verdict")
@@ -472,19 +528,25 @@ int xps_stream_verdict(struct __sk_buff *skb)
 	struct xps_run *run;
 	__u64 cookie;
 	__u32 slot;
-	int sub;
+	int sub, nested;
 
 	/* a bare FIN reaches the verdict as an empty skb: not a request */
 	if (!skb->len)
 		return XPS__SK_PASS;
-	run = run_begin();
+	run = run_begin(&nested);
+	if (nested) {
+		pass_nested(skb);
+		return XPS__SK_PASS;
+	}
+	if (!run)
+		return XPS__SK_PASS;
 	cfg = config();
-	if (!run || !cfg)
-		return XPS__SK_PASS;
 	cookie = bpf_get_socket_cookie(skb);
-	conn = bpf_map_lookup_elem(&xps_conns, &cookie);
-	if (!conn)
+	conn = cfg ? bpf_map_lookup_elem(&xps_conns, &cookie) : NULL;
+	if (!conn) {
+		run_end(run);
 		return XPS__SK_PASS;
+	}
 	/* re-resolve the slot only after a control-plane change */
 	if (conn->gen != cfg->generation) {
 		key_from_skb(skb, IPPROTO_TCP, &key);
@@ -496,8 +558,10 @@ int xps_stream_verdict(struct __sk_buff *skb)
 		}
 		conn->gen = cfg->generation;
 	}
-	if (conn->flags & XPS_CONN_NO_SLOT)
+	if (conn->flags & XPS_CONN_NO_SLOT) {
+		run_end(run);
 		return XPS__SK_PASS;
+	}
 
 	run->cookie = cookie;
 	run->proto = IPPROTO_TCP;
@@ -505,11 +569,14 @@ int xps_stream_verdict(struct __sk_buff *skb)
 	run->payload_len = skb->len;
 	run->may_consume = sockmap_may_consume(skb, conn, run);
 	sub = resolve_slot(skb, run, conn->slot);
-	if (sub < 0)
+	if (sub < 0) {
+		run_end(run);
 		return XPS__SK_PASS;
+	}
 	run->slot = sub;
 	bpf_tail_call(skb, &xps_progs_tcp, sub);
 	count_only(sub, run->start_ns, 1);
+	run_end(run);
 	return XPS__SK_PASS;
 }
 
@@ -885,7 +952,7 @@ int xps_tc_ingress(struct __sk_buff *skb)
 	struct xps_run *run;
 	struct udphdr uh;
 	__u32 ulen;
-	int sub;
+	int sub, nested;
 
 	cfg = config();
 	if (!cfg || cfg->backend_udp != XPS_BACKEND_TC)
@@ -940,11 +1007,13 @@ int xps_tc_ingress(struct __sk_buff *skb)
 	key.lport = bpf_ntohs(uh.dest);
 	key.rport = bpf_ntohs(uh.source);
 
-	run = run_begin();
+	run = run_begin(&nested);
 	if (!run)
 		return TC_ACT_OK;
-	if (pred_lookup(&key, &slot))
+	if (pred_lookup(&key, &slot)) {
+		run_end(run);
 		return TC_ACT_OK;
+	}
 	run->proto = IPPROTO_UDP;
 	run->family = key.family;
 	run->l3_off = l3;
@@ -953,10 +1022,13 @@ int xps_tc_ingress(struct __sk_buff *skb)
 	run->payload_len = ulen - sizeof(uh);
 	run->may_consume = 1;
 	sub = resolve_slot(skb, run, slot);
-	if (sub < 0)
+	if (sub < 0) {
+		run_end(run);
 		return TC_ACT_OK;
+	}
 	run->slot = sub;
 	bpf_tail_call(skb, &xps_progs_udp, sub);
 	count_only(sub, run->start_ns, 1);
+	run_end(run);
 	return TC_ACT_OK;
 }

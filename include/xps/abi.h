@@ -138,7 +138,7 @@ struct xps_run {
 	__u8 family;
 	__u8 may_consume;	/* 0: slow-path work may be outstanding */
 	__u8 rewritten;		/* payload changed: PASS is no longer allowed */
-	__u32 pad;
+	__u32 active;		/* a run is under way on this CPU (run_begin()) */
 };
 
 /* Stock TCP backend: per-connection state, keyed by socket cookie. */
