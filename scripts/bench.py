@@ -11,7 +11,11 @@ to CPU 1, the client to CPU 0.  A loopback run is kept for reference.
 Server CPU per request = busy ticks of CPU 1 (/proc/stat) divided by the
 requests served during the measurement.
 
-  scripts/bench.py [--quick] [--out DIR]
+  scripts/bench.py [--quick] [--out DIR] [--only GROUPS] [--profile]
+
+--profile samples the server core with perf(1) during every measured run
+and writes the hottest commands and symbols, baseline next to XPS, under
+DIR/profiles/ (sampling costs a little of that core in both variants).
 """
 import argparse
 import csv
@@ -46,6 +50,7 @@ GOALS = {
 }
 
 log_lines = []
+PROFILE_DIR = None   # --profile: where perf reports go
 
 
 def say(msg):
@@ -116,6 +121,42 @@ def cpu_busy(cpu):
                 # user nice system idle iowait irq softirq steal
                 return v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
     raise RuntimeError("no cpu%d in /proc/stat" % cpu)
+
+
+class profiled:
+    """perf record of the server core while a measurement runs, when
+    --profile asked for it; a no-op otherwise."""
+
+    def __init__(self, exp, variant):
+        self.tag = "%s_%s" % (exp, variant)
+        self.proc = None
+
+    def __enter__(self):
+        if PROFILE_DIR:
+            self.data = os.path.join(PROFILE_DIR, self.tag + ".data")
+            self.proc = subprocess.Popen(["perf", "record", "-q", "-C", str(SRV_CPU), "-F", "999",
+                                          "-o", self.data],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        return self
+
+    def __exit__(self, *exc):
+        if not self.proc:
+            return False
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        txt = os.path.join(PROFILE_DIR, self.tag + ".txt")
+        with open(txt, "w") as f:
+            for sort, limit in (("comm", "0.5"), ("comm,dso,sym", "0.7")):
+                p = sh(["perf", "report", "--stdio", "-i", self.data, "--sort", sort,
+                        "--percent-limit", limit], check=False)
+                f.write("".join(l + "\n" for l in p.stdout.splitlines()
+                                if l.strip() and not l.startswith("# ") and l != "#"))
+                f.write("\n")
+        os.remove(self.data)
+        return False
 
 
 # ---- servers ----------------------------------------------------------------
@@ -204,10 +245,11 @@ def measure_redis(exp, backend, variant, srv, clients, pipeline, n, size, handle
         name = xpsctl("handler", "attach", os.path.join(OUT, "bpf", handler + ".bpf.o"),
                       "--port", srv.port, "--name", "bench")["name"]
     try:
-        b0 = cpu_busy(SRV_CPU)
-        res = redis_benchmark(srv.host, srv.port, clients, pipeline, n, size,
-                              keyspace=keyspace)["GET"]
-        b1 = cpu_busy(SRV_CPU)
+        with profiled(exp, variant):
+            b0 = cpu_busy(SRV_CPU)
+            res = redis_benchmark(srv.host, srv.port, clients, pipeline, n, size,
+                                  keyspace=keyspace)["GET"]
+            b1 = cpu_busy(SRV_CPU)
         res["cpu_us_per_req"] = (b1 - b0) * 1e6 / HZ / n
         if name:
             st = xpsctl("stats", "show", name)[0]
@@ -338,23 +380,24 @@ def measure_redis_mix(exp, variant, srv, get_pct, n, size, clients, service=None
     n_set = n * (100 - get_pct) // 100
     c_set = max(1, clients * (100 - get_pct) // 100)
     runs = {"GET": (clients - c_set, n - n_set), "SET": (c_set, n_set)}
-    b0 = cpu_busy(SRV_CPU)
-    procs = {t: subprocess.Popen(redis_benchmark_cmd(srv.host, srv.port, c, 1, k, size,
-                                                     test=t.lower(), keyspace=1000),
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for t, (c, k) in runs.items()}
-    out = {}
-    for t, p in procs.items():
-        try:
-            o, e = p.communicate(timeout=900)
-        except subprocess.TimeoutExpired:
-            for q in procs.values():
-                q.kill()
-            raise RuntimeError("redis-benchmark %s hung" % t)
-        if p.returncode:
-            raise RuntimeError("redis-benchmark %s failed: %s" % (t, e[-300:]))
-        out[t] = redis_benchmark_parse(o)[t]
-    b1 = cpu_busy(SRV_CPU)
+    with profiled(exp, variant):
+        b0 = cpu_busy(SRV_CPU)
+        procs = {t: subprocess.Popen(redis_benchmark_cmd(srv.host, srv.port, c, 1, k, size,
+                                                         test=t.lower(), keyspace=1000),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for t, (c, k) in runs.items()}
+        out = {}
+        for t, p in procs.items():
+            try:
+                o, e = p.communicate(timeout=900)
+            except subprocess.TimeoutExpired:
+                for q in procs.values():
+                    q.kill()
+                raise RuntimeError("redis-benchmark %s hung" % t)
+            if p.returncode:
+                raise RuntimeError("redis-benchmark %s failed: %s" % (t, e[-300:]))
+            out[t] = redis_benchmark_parse(o)[t]
+        b1 = cpu_busy(SRV_CPU)
     cpu = (b1 - b0) * 1e6 / HZ / n
     for t, res in out.items():
         res["cpu_us_per_req"] = cpu     # of the whole mix, per request
@@ -459,9 +502,11 @@ def exp_nginx(quick):
                 if variant == "xps":
                     xpsctl("service", "http", "--port", 17720, "--block", "POST=405", "--name", "bench")
                 try:
-                    b0 = cpu_busy(SRV_CPU)
-                    res = wrk(url, pct, 50, secs)
-                    res["cpu_us_per_req"] = (cpu_busy(SRV_CPU) - b0) * 1e6 / HZ / max(
+                    with profiled(exp, variant):
+                        b0 = cpu_busy(SRV_CPU)
+                        res = wrk(url, pct, 50, secs)
+                        b1 = cpu_busy(SRV_CPU)
+                    res["cpu_us_per_req"] = (b1 - b0) * 1e6 / HZ / max(
                         1, res["throughput"] * secs)
                     say("  %-34s %-8s %10.0f req/s  p50 %.3f ms  p99 %.3f ms"
                         % (exp, variant, res["throughput"], res.get("p50_ms", 0), res.get("p99_ms", 0)))
@@ -498,12 +543,14 @@ def exp_memcached(quick):
                     sh(on_cli([os.path.join(OUT, "bench", "mcload"), SRV_IP, "17730", proto,
                                "10", "1000", "2"]), check=False)   # warm the cache
                 try:
-                    b0 = cpu_busy(SRV_CPU)
-                    p = sh(on_cli([os.path.join(OUT, "bench", "mcload"), SRV_IP, "17730", proto,
-                                   "50", "1000", str(secs)]))
+                    with profiled(exp, variant):
+                        b0 = cpu_busy(SRV_CPU)
+                        p = sh(on_cli([os.path.join(OUT, "bench", "mcload"), SRV_IP, "17730",
+                                       proto, "50", "1000", str(secs)]))
+                        b1 = cpu_busy(SRV_CPU)
                     reqs, dur, thr, p50, p99, errs = p.stdout.strip().split(",")
                     res = {"throughput": float(thr), "p50_ms": float(p50), "p99_ms": float(p99),
-                           "cpu_us_per_req": (cpu_busy(SRV_CPU) - b0) * 1e6 / HZ / max(1, int(reqs))}
+                           "cpu_us_per_req": (b1 - b0) * 1e6 / HZ / max(1, int(reqs))}
                     say("  %-34s %-8s %10.0f req/s  p50 %.3f ms  p99 %.3f ms"
                         % (exp, variant, res["throughput"], res["p50_ms"], res["p99_ms"]))
                     record(exp, BACKEND, variant, res)
@@ -520,7 +567,7 @@ def not_implemented():
     NOT_RUN.append(("redis 10,000 connections", "not attempted on this 2-core machine"))
 
 
-def run_native(quick, outdir):
+def run_native(quick, outdir, only):
     # The same experiments on the patched kernel in QEMU.  Software
     # emulation: the ratios are indicative, the absolute numbers are not.
     if not os.path.exists(os.path.join(ROOT, "kernel-patches", "series")):
@@ -529,7 +576,8 @@ def run_native(quick, outdir):
     ndir = os.path.join(outdir, "native")
     os.makedirs(ndir, exist_ok=True)
     say("== native backend: booting the patched kernel (software emulation)")
-    inner = "python3 scripts/bench.py --inner-native --out " + ndir + (" --quick" if quick else "")
+    inner = ("python3 scripts/bench.py --inner-native --out " + ndir + (" --quick" if quick else "")
+             + " --only " + ",".join(only))
     cmd = [os.path.join(ROOT, "scripts", "vm-run.sh"), "--timeout", "3000", "--rw", ndir, "--", inner]
     p = subprocess.run(cmd, text=True, capture_output=True, timeout=3600)
     for line in p.stdout.splitlines():
@@ -635,6 +683,17 @@ plot '%s' using 1:3:xtic(2) with boxes notitle, 1 with lines lt 2 title 'baselin
         say("plot: " + png)
 
 
+GROUPS = {
+    "ceiling": ("hook ceiling (fixed reply) vs Redis", exp_ceiling),
+    "loopback": ("loopback reference", exp_loopback),
+    "redis": ("Redis GET", exp_redis),
+    "mix": ("Redis GET/SET mixes", exp_redis_mix),
+    "nginx": ("Nginx blocked POST", exp_nginx),
+    "memcached": ("Memcached GET", exp_memcached),
+    "control": ("control plane", exp_control_plane),
+}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="a smoke run of a few minutes")
@@ -643,8 +702,18 @@ def main():
     ap.add_argument("--native-host", action="store_true",
                     help="this machine runs the patched kernel: measure its native "
                          "backend directly (no VM run)")
+    ap.add_argument("--only", default=None, metavar="GROUPS",
+                    help="comma-separated experiment groups to run, of: " + ", ".join(GROUPS))
+    ap.add_argument("--profile", action="store_true",
+                    help="perf profiles of the server core, in DIR/profiles/")
     ap.add_argument("--inner-native", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    only = a.only.split(",") if a.only else list(GROUPS)
+    bad = [g for g in only if g not in GROUPS]
+    if bad:
+        ap.error("--only: unknown group %s (groups: %s)" % (", ".join(bad), ", ".join(GROUPS)))
+    if a.profile and not shutil.which("perf"):
+        ap.error("--profile needs perf (apt install linux-perf)")
     # SIGTERM (timeout(1), kill) runs the finally blocks: servers stopped,
     # handlers detached, the namespace removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -659,19 +728,19 @@ def main():
         sys.exit("benchmarks need root")
     out = a.out or os.path.join(ROOT, "bench", "results",
                                 datetime.datetime.utcnow().strftime("%Y%m%d-%H%M%S"))
+    global PROFILE_DIR
+    if a.profile:
+        PROFILE_DIR = os.path.join(out, "profiles")
+        os.makedirs(PROFILE_DIR, exist_ok=True)
     sh([XPSCTL, "reset"], check=False)
     say("topology: netns %s, server CPU %d, client CPU %d" % (NS, SRV_CPU, CLI_CPU))
     topo_up()
     try:
-        for name, fn in (("hook ceiling (fixed reply) vs Redis", exp_ceiling),
-                         ("loopback reference", exp_loopback),
-                         ("Redis GET", exp_redis),
-                         ("Redis GET/SET mixes", exp_redis_mix),
-                         ("Nginx blocked POST", exp_nginx),
-                         ("Memcached GET", exp_memcached),
-                         ("control plane", exp_control_plane)):
-            say("== " + name)
-            fn(a.quick)
+        for g in GROUPS:
+            if g in only:
+                name, fn = GROUPS[g]
+                say("== " + name)
+                fn(a.quick)
     finally:
         sh([XPSCTL, "reset"], check=False)
         topo_down()
@@ -688,7 +757,7 @@ def main():
     elif a.no_native:
         NOT_RUN.append(("native backend", "skipped (--no-native)"))
     else:
-        run_native(a.quick, out)
+        run_native(a.quick, out, only)
     summarize(out)
     latest = os.path.join(ROOT, "bench", "results", "latest")
     if os.path.islink(latest) or os.path.exists(latest):
