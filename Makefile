@@ -187,7 +187,7 @@ vm-run: all
 
 bench: all tests
 	$(Q)scripts/deps.sh all
-	$(Q)python3 scripts/bench.py $(if $(QUICK),--quick)
+	$(Q)python3 scripts/bench.py $(if $(QUICK),--quick) $(if $(PROFILE),--profile)
 
 clean:
 	$(call msg,CLEAN,$(OUTPUT))

@@ -22,7 +22,7 @@ import threading
 import time
 import traceback
 
-from xpstest import eq, stats, wait_for, xpsctl
+from xpstest import eq, redis_cli, stats, wait_for, xpsctl
 
 BASE = 17630                 # client ports BASE..BASE+2, bus ports +10000
 ACCEL = 1                    # the node whose PINGs the kernel answers
@@ -61,11 +61,7 @@ class Node:
             return None
 
     def cli(self, *args):
-        p = subprocess.run(["redis-cli", "-p", str(self.port)] + [str(a) for a in args],
-                           capture_output=True, text=True, timeout=10)
-        if p.returncode:
-            raise AssertionError("redis-cli %r: %s" % (args, p.stderr))
-        return p.stdout.strip()
+        return redis_cli(self.port, *args)
 
     def info(self):
         """CLUSTER INFO over a kept connection (no process start: fast

@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 
-from xpstest import (XpsError, eq, main, recv_exact, stats, test, wait_for,
+from xpstest import (XpsError, eq, redis_cli, main, recv_exact, stats, test, wait_for,
                      xpsctl)
 
 PORT = 17400
@@ -39,11 +39,7 @@ class Redis:
             return False
 
     def cli(self, *args):
-        p = subprocess.run(["redis-cli", "-p", str(self.port)] + [str(a) for a in args],
-                           capture_output=True, text=True, timeout=10)
-        if p.returncode:
-            raise AssertionError("redis-cli %r: %s" % (args, p.stderr))
-        return p.stdout.strip()
+        return redis_cli(self.port, *args)
 
     def getcalls(self):
         for line in self.cli("INFO", "commandstats").splitlines():

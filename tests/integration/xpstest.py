@@ -186,6 +186,15 @@ def recv_exact(c, n):
     return buf
 
 
+def redis_cli(port, *args):
+    """One redis-cli command against 127.0.0.1:@port, its output stripped."""
+    p = subprocess.run(["redis-cli", "-p", str(port)] + [str(a) for a in args],
+                       capture_output=True, text=True, timeout=10)
+    if p.returncode:
+        raise AssertionError("redis-cli %r: %s" % (args, p.stderr))
+    return p.stdout.strip()
+
+
 def wait_for(pred, timeout=5.0, what="condition"):
     t = time.time()
     while time.time() - t < timeout:
