@@ -659,8 +659,32 @@ def summarize(outdir):
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(outdir, "bench.log"), "w") as f:
         f.write("\n".join(log_lines) + "\n")
+    write_ratios(outdir, summary)
     plot(outdir, summary)
     print("\n".join(lines))
+
+
+def write_ratios(outdir, summary):
+    """ratios.md: one row per experiment and backend, XPS/baseline for
+    throughput, p99 and server CPU per request; a goal missed is marked."""
+    rows = {}
+    for s in summary:
+        if s["ratio"] is not None:
+            rows.setdefault((s["experiment"], s["backend"]), {})[s["metric"]] = s
+    lines = ["| experiment | backend | throughput | p99 | server CPU/req |", "|---|---|---|---|---|"]
+    for (exp, be), m in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        def cell(metric):
+            x = m.get(metric)
+            if not x:
+                return "-"
+            txt = "%.2fx" % x["ratio"]
+            if x["goal"]:
+                txt += " (goal %s: %s)" % (x["goal"], "met" if x["met"] else "**missed**")
+            return txt
+        lines.append("| %s | %s | %s | %s | %s |" % (exp, be, cell("throughput"), cell("p99_ms"),
+                                                   cell("cpu_us_per_req")))
+    with open(os.path.join(outdir, "ratios.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def plot(outdir, summary):
