@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -28,6 +30,39 @@ void flog(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+int filler_tcp_connect(const char *host, const char *port,
+		       unsigned int timeout_ms, int *gai_err)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai, *p;
+	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+	int fd = -1, one = 1, err;
+
+	*gai_err = getaddrinfo(host, port, &hints, &ai);
+	if (*gai_err)
+		return -1;
+	for (p = ai; p; p = p->ai_next) {
+		fd = socket(p->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		if (timeout_ms) {
+			setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+			setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		}
+		if (!connect(fd, p->ai_addr, p->ai_addrlen))
+			break;
+		err = errno;
+		close(fd);
+		errno = err;
+		fd = -1;
+	}
+	err = errno;
+	freeaddrinfo(ai);
+	errno = err;
+	if (fd >= 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
 }
 
 static int open_pin(const char *ctxname, const char *what)

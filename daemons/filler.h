@@ -30,6 +30,15 @@ int filler_open_data(struct filler *f, const char *ctxname);
  */
 int filler_hostport(const char *arg, const char *option, char *host,
 		    size_t hostsz, char *port, size_t portsz);
+/*
+ * A TCP connection to HOST:PORT (the first address that accepts), with
+ * TCP_NODELAY and, when @timeout_ms is not 0, that send/receive timeout
+ * (connect included).  The fd, or -1 with errno set; *@gai_err is the
+ * getaddrinfo() error when the name did not resolve, 0 otherwise.  Logs
+ * nothing: the callers' messages differ.
+ */
+int filler_tcp_connect(const char *host, const char *port,
+		       unsigned int timeout_ms, int *gai_err);
 void filler_close(struct filler *f);
 /*
  * Start a fill of @key: its version (to stamp the value with), then the

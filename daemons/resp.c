@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,32 +15,19 @@
 
 int resp_connect(struct conn *c, const char *host, const char *port)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai, *p;
-	int one = 1, err;
+	int gai_err;
 
-	c->fd = -1;
 	c->len = c->pos = 0;
-	err = getaddrinfo(host, port, &hints, &ai);
-	if (err) {
-		flog("cannot resolve %s:%s: %s", host, port, gai_strerror(err));
+	c->fd = filler_tcp_connect(host, port, 0, &gai_err);
+	if (gai_err) {
+		flog("cannot resolve %s:%s: %s", host, port, gai_strerror(gai_err));
 		return -1;
 	}
-	for (p = ai; p; p = p->ai_next) {
-		c->fd = socket(p->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (c->fd < 0)
-			continue;
-		if (!connect(c->fd, p->ai_addr, p->ai_addrlen))
-			break;
-		close(c->fd);
-		c->fd = -1;
-	}
-	freeaddrinfo(ai);
 	if (c->fd < 0) {
 		flog("cannot connect to Redis at %s:%s: %s", host, port,
 		       strerror(errno));
 		return -1;
 	}
-	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return 0;
 }
 

@@ -22,14 +22,12 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -154,29 +152,13 @@ static int check_config(struct clusterd *x, unsigned int want_bus)
 
 static int bus_connect(struct clusterd *x)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai, *p;
 	unsigned int ms = x->interval_ms < 200 ? 200 : x->interval_ms;
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 	char port[16];
-	int fd = -1;
+	int gai_err;
 
 	snprintf(port, sizeof(port), "%u", x->bus_port);
-	if (getaddrinfo(x->host, port, &hints, &ai))
-		return -1;
-	for (p = ai; p; p = p->ai_next) {
-		fd = socket(p->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			continue;
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		if (!connect(fd, p->ai_addr, p->ai_addrlen))
-			break;
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(ai);
-	x->bus_fd = fd;
-	return fd < 0 ? -1 : 0;
+	x->bus_fd = filler_tcp_connect(x->host, port, ms, &gai_err);
+	return x->bus_fd < 0 ? -1 : 0;
 }
 
 static void bus_close(struct clusterd *x)

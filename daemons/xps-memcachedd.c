@@ -14,9 +14,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,30 +48,19 @@ struct mc {
 
 static int mc_connect(struct mc *c, const char *host, const char *port)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai, *p;
-	int one = 1;
+	int gai_err;
 
-	c->fd = -1;
 	c->len = c->pos = 0;
-	if (getaddrinfo(host, port, &hints, &ai)) {
+	c->fd = filler_tcp_connect(host, port, 0, &gai_err);
+	if (gai_err) {
 		logmsg("cannot resolve %s:%s", host, port);
 		return -1;
 	}
-	for (p = ai; p; p = p->ai_next) {
-		c->fd = socket(p->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (c->fd >= 0 && !connect(c->fd, p->ai_addr, p->ai_addrlen))
-			break;
-		if (c->fd >= 0)
-			close(c->fd);
-		c->fd = -1;
-	}
-	freeaddrinfo(ai);
 	if (c->fd < 0) {
 		logmsg("cannot connect to memcached at %s:%s: %s", host, port,
 		       strerror(errno));
 		return -1;
 	}
-	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return 0;
 }
 
