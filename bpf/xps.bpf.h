@@ -418,6 +418,12 @@ xps_conn_state(struct __sk_buff *skb)
 
 enum xps__outcome { XPS__TX, XPS__DROP, XPS__PASS, XPS__RESET, XPS__ERROR };
 
+/* The run is over: the CPU's run state and scratch are free again. */
+static __always_inline void xps__run_end(struct xps_run *run)
+{
+	run->active = 0;
+}
+
 /*
  * Every handler verdict ends here: the run is over, and another may use
  * the CPU's run state and scratch (see run_begin() in the framework).
@@ -428,7 +434,7 @@ static __always_inline void xps__account(struct xps_run *run, int outcome,
 	struct xps_handler_stats *st;
 	__u32 slot = run->slot;
 
-	run->active = 0;
+	xps__run_end(run);
 	st = bpf_map_lookup_elem(&xps_stats, &slot);
 	if (!st)
 		return;
@@ -453,6 +459,19 @@ static __always_inline void xps__account(struct xps_run *run, int outcome,
 	}
 }
 
+/*
+ * Stock TCP: the service owes @conn an answer for what was passed while
+ * the socket's write_seq was @write_seq; no kernel reply may overtake it.
+ * Atomic: a nested run (see run_begin() in the framework) may pass on the
+ * same connection meanwhile.
+ */
+static __always_inline void xps__conn_owed(struct xps_conn *conn,
+					   __u32 write_seq)
+{
+	conn->pass_write_seq = write_seq;
+	__sync_fetch_and_or(&conn->flags, XPS_CONN_SLOW_PENDING);
+}
+
 /* Remember that the service owes this connection an answer. */
 static __always_inline void xps__mark_slow(struct __sk_buff *skb,
 					   struct xps_run *run)
@@ -462,11 +481,8 @@ static __always_inline void xps__mark_slow(struct __sk_buff *skb,
 	if (xps_backend != XPS_BACKEND_SOCKMAP)
 		return;
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
-	if (conn) {
-		/* a nested run may pass on this connection meanwhile */
-		conn->pass_write_seq = run->write_seq;
-		__sync_fetch_and_or(&conn->flags, XPS_CONN_SLOW_PENDING);
-	}
+	if (conn)
+		xps__conn_owed(conn, run->write_seq);
 }
 
 static __always_inline int xps__pass_code(void)

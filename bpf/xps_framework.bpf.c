@@ -305,10 +305,11 @@ static __always_inline int resolve_slot(struct __sk_buff *skb,
  * the same one.  Seen under load: the inner run overwrote the outer one's
  * state and one request was answered twice, the next one never.  A run
  * that finds another under way on its CPU leaves everything alone and
- * passes its request (run_nested()).  A run ends in xps__account() (every
- * handler verdict) or run_end() (every framework exit); a run started more
- * than XPS_RUN_STALE_NS ago is over whatever its flag says, so a missed
- * clear costs passes for that long, never a wrong answer.
+ * passes its request (pass_nested()).  A run ends in xps__run_end(),
+ * called by xps__account() for every handler verdict and by every
+ * framework exit; a run started more than XPS_RUN_STALE_NS ago is over
+ * whatever its flag says, so a missed clear costs passes for that long,
+ * never a wrong answer.
  */
 #define XPS_RUN_STALE_NS	(20 * 1000 * 1000ULL)
 
@@ -330,11 +331,6 @@ static __always_inline struct xps_run *run_begin(int *nested)
 	return run;
 }
 
-static __always_inline void run_end(struct xps_run *run)
-{
-	run->active = 0;
-}
-
 /* ---- native backend ------------------------------------------------ */
 
 static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
@@ -352,7 +348,7 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 		return XPS_PASS;	/* nested: the hook keeps the order */
 	key_from_skb(skb, proto, &key);
 	if (pred_lookup(&key, &slot)) {
-		run_end(run);
+		xps__run_end(run);
 		return XPS_PASS;
 	}
 	run->proto = proto;
@@ -374,13 +370,13 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 	}
 	sub = resolve_slot(skb, run, slot);
 	if (sub < 0) {
-		run_end(run);
+		xps__run_end(run);
 		return XPS_PASS;
 	}
 	run->slot = sub;
 	bpf_tail_call(skb, progs, sub);
 	count_only(sub, run->start_ns, 1);
-	run_end(run);
+	xps__run_end(run);
 	return XPS_PASS;
 }
 
@@ -499,8 +495,7 @@ static __always_inline int sockmap_may_consume(struct __sk_buff *skb,
 /*
  * A request passed by a nested run (see run_begin()): the service owes
  * the connection an answer, so no later reply from the kernel may
- * overtake it (as xps__mark_slow() records for a handler's PASS).  The
- * interrupted run may be updating the same record: atomic updates only.
+ * overtake it (xps__conn_owed(), as for a handler's PASS).
  */
 static __always_inline void pass_nested(struct __sk_buff *skb)
 {
@@ -513,10 +508,8 @@ static __always_inline void pass_nested(struct __sk_buff *skb)
 	tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(skb->sk);
 	cookie = bpf_get_socket_cookie(skb);
 	conn = bpf_map_lookup_elem(&xps_conns, &cookie);
-	if (!tp || !conn)
-		return;
-	conn->pass_write_seq = tp->write_seq;
-	__sync_fetch_and_or(&conn->flags, XPS_CONN_SLOW_PENDING);
+	if (tp && conn)
+		xps__conn_owed(conn, tp->write_seq);
 }
 
 SEC("sk_skb/stream_verdict")
@@ -544,7 +537,7 @@ int xps_stream_verdict(struct __sk_buff *skb)
 	cookie = bpf_get_socket_cookie(skb);
 	conn = cfg ? bpf_map_lookup_elem(&xps_conns, &cookie) : NULL;
 	if (!conn) {
-		run_end(run);
+		xps__run_end(run);
 		return XPS__SK_PASS;
 	}
 	/* re-resolve the slot only after a control-plane change */
@@ -559,7 +552,7 @@ int xps_stream_verdict(struct __sk_buff *skb)
 		conn->gen = cfg->generation;
 	}
 	if (conn->flags & XPS_CONN_NO_SLOT) {
-		run_end(run);
+		xps__run_end(run);
 		return XPS__SK_PASS;
 	}
 
@@ -570,13 +563,13 @@ int xps_stream_verdict(struct __sk_buff *skb)
 	run->may_consume = sockmap_may_consume(skb, conn, run);
 	sub = resolve_slot(skb, run, conn->slot);
 	if (sub < 0) {
-		run_end(run);
+		xps__run_end(run);
 		return XPS__SK_PASS;
 	}
 	run->slot = sub;
 	bpf_tail_call(skb, &xps_progs_tcp, sub);
 	count_only(sub, run->start_ns, 1);
-	run_end(run);
+	xps__run_end(run);
 	return XPS__SK_PASS;
 }
 
@@ -1011,7 +1004,7 @@ int xps_tc_ingress(struct __sk_buff *skb)
 	if (!run)
 		return TC_ACT_OK;
 	if (pred_lookup(&key, &slot)) {
-		run_end(run);
+		xps__run_end(run);
 		return TC_ACT_OK;
 	}
 	run->proto = IPPROTO_UDP;
@@ -1023,12 +1016,12 @@ int xps_tc_ingress(struct __sk_buff *skb)
 	run->may_consume = 1;
 	sub = resolve_slot(skb, run, slot);
 	if (sub < 0) {
-		run_end(run);
+		xps__run_end(run);
 		return TC_ACT_OK;
 	}
 	run->slot = sub;
 	bpf_tail_call(skb, &xps_progs_udp, sub);
 	count_only(sub, run->start_ns, 1);
-	run_end(run);
+	xps__run_end(run);
 	return TC_ACT_OK;
 }
