@@ -687,8 +687,7 @@ static __always_inline int xps__sockmap_tx(struct __sk_buff *skb,
 		xps__account(run, XPS__PASS, conn != NULL);
 		return XPS__SK_PASS;
 	}
-	/* the top bit says "first piece not seen yet" (see xps_msg_verdict) */
-	slot->req_left = run->payload_len | XPS_STASH_FRESH;
+	slot->req_left = run->payload_len;
 	conn->tx_head++;
 	run->payload_len = slot->len;
 	ret = bpf_sk_redirect_hash(skb, &xps_sockhash, &run->cookie, 0);

@@ -640,55 +640,60 @@ int xps_msg_verdict(struct sk_msg_md *msg)
 		return SK_PASS;
 	st = &stash->slot[conn->tx_tail & (XPS_STASH_SLOTS - 1)];
 
-	left = st->req_left & ~XPS_STASH_FRESH;
+	/*
+	 * The kworker sends a non-linear request in pieces (head, then each
+	 * frag), every piece but the last with MSG_MORE (measured on 6.18).
+	 * A reply put on an earlier piece is corked by that flag, and the
+	 * empty pieces after it never push it: it left only when the ~200 ms
+	 * zero-window probe timer fired.  So every piece is emptied and the
+	 * reply goes out with the last one, which carries no MSG_MORE.
+	 */
+	left = st->req_left;
 	pop = size < left ? size : left;
 	if (pop && bpf_msg_pop_data(msg, 0, pop, 0))
 		return SK_DROP;
-	if (st->req_left & XPS_STASH_FRESH) {
-		n = st->len;
-		barrier_var(n);
-		if (n > XPS_STOCK_REPLY_MAX)
-			return SK_DROP;
-		if (n) {
-			/* whole 64-byte blocks, the padding popped after:
-			 * one loop short enough for the verifier (helpers
-			 * may not write into sk_msg data)
-			 */
-			__u32 padded = (n + 63) & ~63u;
-
-			if (bpf_msg_push_data(msg, 0, padded, 0) ||
-			    bpf_msg_pull_data(msg, 0, padded, 0))
-				return SK_DROP;
-			d = (void *)(long)msg->data;
-			e = (void *)(long)msg->data_end;
-			for (i = 0; i < XPS_STOCK_REPLY_MAX / 64; i++) {
-				__u64 *dst, *src;
-				__u32 off = i * 64;
-
-				if (off >= padded)
-					break;
-				if (d + off + 64 > e)
-					return SK_DROP;
-				dst = d + off;
-				src = (__u64 *)(st->data + off);
-				dst[0] = src[0];
-				dst[1] = src[1];
-				dst[2] = src[2];
-				dst[3] = src[3];
-				dst[4] = src[4];
-				dst[5] = src[5];
-				dst[6] = src[6];
-				dst[7] = src[7];
-			}
-			if (padded > n &&
-			    bpf_msg_pop_data(msg, n, padded - n, 0))
-				return SK_DROP;
-		}
-	}
 	left -= pop;
 	if (left) {
 		st->req_left = left;	/* more pieces of this request follow */
 		return SK_PASS;
+	}
+	n = st->len;
+	barrier_var(n);
+	if (n > XPS_STOCK_REPLY_MAX)
+		return SK_DROP;
+	if (n) {
+		/* whole 64-byte blocks, the padding popped after: one loop
+		 * short enough for the verifier (helpers may not write into
+		 * sk_msg data)
+		 */
+		__u32 padded = (n + 63) & ~63u;
+
+		if (bpf_msg_push_data(msg, 0, padded, 0) ||
+		    bpf_msg_pull_data(msg, 0, padded, 0))
+			return SK_DROP;
+		d = (void *)(long)msg->data;
+		e = (void *)(long)msg->data_end;
+		for (i = 0; i < XPS_STOCK_REPLY_MAX / 64; i++) {
+			__u64 *dst, *src;
+			__u32 off = i * 64;
+
+			if (off >= padded)
+				break;
+			if (d + off + 64 > e)
+				return SK_DROP;
+			dst = d + off;
+			src = (__u64 *)(st->data + off);
+			dst[0] = src[0];
+			dst[1] = src[1];
+			dst[2] = src[2];
+			dst[3] = src[3];
+			dst[4] = src[4];
+			dst[5] = src[5];
+			dst[6] = src[6];
+			dst[7] = src[7];
+		}
+		if (padded > n && bpf_msg_pop_data(msg, n, padded - n, 0))
+			return SK_DROP;
 	}
 	st->req_left = 0;
 	conn->tx_tail++;

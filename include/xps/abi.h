@@ -168,11 +168,10 @@ struct xps_conn {
  */
 #define XPS_STOCK_REPLY_MAX	16384
 #define XPS_STASH_SLOTS		2	/* a power of two */
-#define XPS_STASH_FRESH		(1u << 31)
 
 struct xps_stash_slot {
 	__u32 len;		/* reply length */
-	__u32 req_left;		/* request bytes still to replace (+ FRESH) */
+	__u32 req_left;		/* request bytes the kworker has still to send */
 	__u8 data[2 * XPS_STOCK_REPLY_MAX]; /* 2x: offsets stay in bounds */
 };
 

@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -593,6 +594,61 @@ def test_connections_before_attach_keep_working():
         eq(echo_round(late, b"late"), b"late", "new connections are served")
     finally:
         srv.close()
+
+
+def tcp_info(s):
+    """(unacked segments, bytes not yet sent) of @s, read under its lock."""
+    i = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 160)
+    return int.from_bytes(i[24:28], "little"), int.from_bytes(i[144:148], "little")
+
+
+@test
+def test_request_in_pieces_replied_at_once():
+    """A request whose bytes sit in two page fragments of one segment (here:
+    a write with MSG_MORE, then sendfile()).  The stock backend's kworker
+    sends such a request in pieces, all but the last with MSG_MORE; a reply
+    put on the first piece was corked by that flag and left only when the
+    server's ~200 ms probe timer fired.  Checked as state, not time: while a
+    reply is awaited, the server socket must never hold unsent bytes with
+    nothing in flight (TCP_INFO is read under the socket lock, so a send in
+    progress is never seen half done)."""
+    srv = Listener(P + 23, reply=False)
+    tail = b"second piece, from a file page\n"
+    with tempfile.TemporaryFile() as f:
+        f.write(tail)
+        f.flush()
+        try:
+            name = attach("echo", P + 23)
+            c = tcp_client(P + 23, accepted_by=srv)
+            server = srv.conns[-1]
+            corked = 0
+            for i in range(20):
+                head = b"request %02d, first piece; " % i
+                c.send(head, socket.MSG_MORE)
+                eq(os.sendfile(c.fileno(), f.fileno(), 0, len(tail)), len(tail),
+                   "sendfile")
+                want, buf = head + tail, b""
+                c.settimeout(0.01)
+                deadline = time.time() + 5
+                while len(buf) < len(want) and time.time() < deadline:
+                    try:
+                        d = c.recv(len(want) - len(buf))
+                        if not d:
+                            raise AssertionError("connection closed")
+                        buf += d
+                    except socket.timeout:
+                        unacked, notsent = tcp_info(server)
+                        if notsent and not unacked:
+                            corked += 1
+                eq(buf, want, "kernel reply %d" % i)
+                eq(corked, 0, "polls that found reply %d corked in the "
+                   "server's write queue" % i)
+            c.close()
+            s = stats(name)
+            eq((s["tx"], s["pass"]), (20, 0), "tx/pass")
+            eq(srv.bytes, 0, "bytes the listener received")
+        finally:
+            srv.close()
 
 
 if __name__ == "__main__":
