@@ -23,23 +23,33 @@ struct xps_stage_chunk {
 
 /*
  * Copy @n (<= XPS_STAGE_CHUNK) bytes of @src to @dst at @at, if they fit
- * (at + n <= XPS_STAGE_SIZE).  0 or -1.  The index masks only reassure the
+ * (at + n <= XPS_STAGE_SIZE).  0 or -1.  Eight bytes per step (unaligned
+ * stores: @at is any offset), then the last n % 8 one by one.  The index
+ * masks and the "idx > XPS_STAGE_SIZE - 8" test only reassure the
  * verifier; the fit check makes them no-ops.
  */
 __attribute__((noinline))
 int xps_stage_copy(struct xps_stage *dst, __u32 at,
 		   const struct xps_stage_chunk *src, __u32 n)
 {
-	__u32 i;
+	__u32 i, j, idx;
 
 	if (!dst || !src || n > XPS_STAGE_CHUNK || at > XPS_STAGE_SIZE ||
 	    at + n > XPS_STAGE_SIZE)
 		return -1;
-	for (i = 0; i < XPS_STAGE_CHUNK; i++) {
-		if (i >= n)
+	for (i = 0; i < XPS_STAGE_CHUNK; i += 8) {
+		if (i + 8 > n)
 			break;
-		dst->b[(at + i) & (XPS_STAGE_SIZE - 1)] =
-			src->b[i & (XPS_STAGE_CHUNK - 1)];
+		idx = (at + i) & (XPS_STAGE_SIZE - 1);
+		if (idx > XPS_STAGE_SIZE - 8)
+			return -1;
+		*(__u64 *)&dst->b[idx] = *(const __u64 *)&src->b[i];
+	}
+	for (j = 0; j < 8; j++) {
+		if (i + j >= n)
+			break;
+		dst->b[(at + i + j) & (XPS_STAGE_SIZE - 1)] =
+			src->b[(i + j) & (XPS_STAGE_CHUNK - 1)];
 	}
 	return 0;
 }

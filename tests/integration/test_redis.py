@@ -165,6 +165,35 @@ def test_get_served_from_kernel_counters_match():
 
 
 @test
+def test_value_lengths_byte_exact():
+    """Values of every length class around the handler's 8-byte copy steps
+    and its 1 KiB limit come back from the kernel byte for byte."""
+    lengths = [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 255, 1015, 1016, 1017,
+               1023, 1024]
+    r = Redis()
+    rnd = random.Random(11)
+    try:
+        start_service(r)
+        c = Client()
+        vals = {}
+        for n in lengths:
+            vals[n] = bytes(rnd.choice(b"abcdefghijklmnopqrstuvwxyz0123456789")
+                            for _ in range(n))
+            eq(c.call("SET", "len:%d" % n, vals[n]), b"+OK\r\n", "SET")
+        for n in lengths:
+            warm(c, "len:%d" % n, vals[n])
+        tx0 = stats("redis")["tx"]
+        for n in lengths:
+            eq(c.call("GET", "len:%d" % n), b"$%d\r\n%s\r\n" % (n, vals[n]),
+               "GET of a %d-byte value" % n)
+        eq(stats("redis")["tx"] - tx0, len(lengths), "GETs answered by the kernel")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
 def test_differential_oracle():
     """The same stream with and without XPS: byte-identical replies."""
     cmds = []
