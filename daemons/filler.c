@@ -146,6 +146,21 @@ void filler_close(struct filler *f)
 	}
 }
 
+void filler_idle(struct filler *f)
+{
+	struct timespec ts;
+
+	if (!f->idle_us)
+		f->idle_us = FILLER_IDLE_MIN_US;
+	else if (f->idle_us < FILLER_IDLE_MAX_US / 2)
+		f->idle_us *= 2;
+	else
+		f->idle_us = FILLER_IDLE_MAX_US;
+	ts.tv_sec = 0;
+	ts.tv_nsec = f->idle_us * 1000L;
+	nanosleep(&ts, NULL);
+}
+
 static int read_config(struct filler *f, struct xps_config *cfg)
 {
 	__u32 zero = 0;

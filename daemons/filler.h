@@ -16,6 +16,7 @@ struct filler {
 	int data_fd, misses_fd, state_fd, config_fd, conns_fd, versions_fd;
 	__u16 port;		/* the context's port */
 	__u64 fills, rejected, skipped;
+	unsigned int idle_us;	/* the next filler_idle() wait, 0: shortest */
 };
 
 void flog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -40,6 +41,21 @@ int filler_hostport(const char *arg, const char *option, char *host,
 int filler_tcp_connect(const char *host, const char *port,
 		       unsigned int timeout_ms, int *gai_err);
 void filler_close(struct filler *f);
+/*
+ * Sleep before polling the miss queue again: FILLER_IDLE_MIN_US after a
+ * miss was taken, twice as long after every empty poll up to
+ * FILLER_IDLE_MAX_US, so an idle filler wakes 100 times a second instead of
+ * 5,000 and a busy one still drains the queue at once.  A miss is passed to
+ * the service meanwhile: waiting longer costs hits, never an answer.
+ */
+#define FILLER_IDLE_MIN_US	200
+#define FILLER_IDLE_MAX_US	10000
+void filler_idle(struct filler *f);
+/* A miss was taken from the queue: the next wait is the shortest. */
+static inline void filler_busy(struct filler *f)
+{
+	f->idle_us = 0;
+}
 /*
  * Start a fill of @key: its version (to stamp the value with), then the
  * check that no write is unanswered.  In this order: see docs/coherence.md.

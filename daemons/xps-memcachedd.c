@@ -200,7 +200,6 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	char host[256] = "127.0.0.1", port[16] = "", why[200] = "", last[200] = "-";
-	struct timespec idle = { 0, 200000 };
 	const char *name = NULL;
 	struct filler f;
 	struct mc_state st;
@@ -283,9 +282,10 @@ int main(int argc, char **argv)
 			}
 		}
 		if (bpf_map_lookup_and_delete_elem(f.misses_fd, NULL, &k)) {
-			nanosleep(&idle, NULL);
+			filler_idle(&f);
 			continue;
 		}
+		filler_busy(&f);
 		if (why[0] || k.len < 1 || k.len > MC_KEY_MAX)
 			continue;
 		r = fill_one(&f, &c, &k);
@@ -295,7 +295,7 @@ int main(int argc, char **argv)
 		}
 		if (r > 0) {
 			bpf_map_update_elem(f.misses_fd, NULL, &k, BPF_EXIST);
-			nanosleep(&idle, NULL);
+			filler_idle(&f);
 		}
 	}
 	ret = 0;

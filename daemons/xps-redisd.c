@@ -211,7 +211,7 @@ int main(int argc, char **argv)
 	const char *name = NULL;
 	struct ctx x = {};
 	struct redis_key k;
-	struct timespec idle = { 0, 200000 }, last_check = { 0, 0 }, now;
+	struct timespec last_check = { 0, 0 }, now;
 	int o, r, ret = 1;
 
 	while ((o = getopt_long(argc, argv, "c:r:vh", opts, NULL)) != -1) {
@@ -275,9 +275,10 @@ int main(int argc, char **argv)
 				       (unsigned long long)x.f.skipped);
 		}
 		if (bpf_map_lookup_and_delete_elem(x.f.misses_fd, NULL, &k)) {
-			nanosleep(&idle, NULL);
+			filler_idle(&x.f);
 			continue;
 		}
+		filler_busy(&x.f);
 		if (x.why[0] || k.len < 1 || k.len > REDIS_KEY_MAX)
 			continue;
 		r = fill_one(&x, &k);
@@ -289,7 +290,7 @@ int main(int argc, char **argv)
 		if (r > 0) {
 			/* a write is unanswered: try again shortly */
 			bpf_map_update_elem(x.f.misses_fd, NULL, &k, BPF_EXIST);
-			nanosleep(&idle, NULL);
+			filler_idle(&x.f);
 		}
 	}
 	ret = 0;
