@@ -156,14 +156,14 @@ $(OUTPUT)/tests/lossy.bpf.o: tests/integration/lossy.bpf.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-MCLOAD := $(OUTPUT)/bench/mcload
+KVLOAD := $(OUTPUT)/bench/kvload
 
-$(MCLOAD): bench/mcload.c
+$(KVLOAD): bench/kvload.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -o $@ $<
 
-tests: $(API_TEST) $(CTLBENCH) $(MCLOAD) $(OUTPUT)/tests/lossy.bpf.o
+tests: $(API_TEST) $(CTLBENCH) $(KVLOAD) $(OUTPUT)/tests/lossy.bpf.o
 
 test: all tests
 	$(Q)scripts/deps.sh test
