@@ -11,6 +11,7 @@
  * the parser flags as beyond its model (odd syntax, chunked bodies,
  * Expect, padded or closing responses).
  */
+#define XPS_REPLY_PROTO XPS_REPLY_HTTP	/* docs/ordering.md */
 #include "xps.bpf.h"
 #include "proto/http.bpf.h"
 #include "http_filter.h"
@@ -33,6 +34,62 @@ struct {
 	__type(value, struct http_scratch);
 } http_scratch SEC(".maps");
 
+/* The request just parsed is a HEAD: its response has no body. */
+static __always_inline __u32 head_flag(const struct xps_http_req *req)
+{
+	const __u8 *m = req->method;
+
+	return m[0] == 'H' && m[1] == 'E' && m[2] == 'A' && m[3] == 'D' &&
+	       !m[4] ? XPS_REQ_NOBODY : 0;
+}
+
+/* Requests walked per segment to count them; more: the count is lost. */
+#define HTTP_COUNT_MAX	8
+
+/*
+ * Count the requests starting at @off of a segment nginx will read
+ * (docs/ordering.md): sc->in holds its first @n of @len bytes.  The first
+ * one may be parsed already (@parsed).  A request that runs past the
+ * segment leaves the rest for cs->skip.
+ */
+static __always_inline void count_requests(struct __sk_buff *skb,
+					   struct http_scratch *sc,
+					   struct xps_conn_hstate *cs,
+					   __u32 off, __u32 n, __u32 len,
+					   int parsed)
+{
+	__u32 i, end;
+	int kind;
+
+	for (i = 0; i < HTTP_COUNT_MAX; i++) {
+		if (off >= len)
+			return;
+		if (off >= n) {
+			xps_requests_lost(skb);	/* beyond what was copied */
+			return;
+		}
+		kind = parsed && !i ? (int)sc->req.kind :
+				      xps_http_parse(sc->in, n, off, &sc->req);
+		/* only nginx knows where a chunked or odd request ends */
+		if (kind == XPS_REQ_MALFORMED || !sc->req.req_len ||
+		    (sc->req.flags & (XPS_HTTP_F_ODD | XPS_HTTP_F_CHUNKED))) {
+			xps_requests_lost(skb);
+			return;
+		}
+		xps_request(skb, head_flag(&sc->req));
+		end = off + sc->req.req_len;
+		if (end >= len) {
+			if (cs)
+				cs->skip = end - len;
+			else if (end > len)
+				xps_requests_lost(skb);
+			return;
+		}
+		off = end;
+	}
+	xps_requests_lost(skb);
+}
+
 SEC("xps")
 int xps_http_filter(struct __sk_buff *skb)
 {
@@ -41,45 +98,45 @@ int xps_http_filter(struct __sk_buff *skb)
 	struct http_scratch *sc;
 	struct http_action *act;
 	struct http_state *st;
-	__u32 zero = 0, len = xps_len(skb), n, out;
+	__u32 zero = 0, len = xps_len(skb), n, out, start = 0;
 	__u8 date[XPS_HTTP_DATE_LEN];
 	__u64 secs;
 	int kind;
 
 	/* the rest of a request nginx is reading: not ours to judge */
 	if (cs && cs->skip) {
-		if (cs->skip >= len)
+		if (cs->skip >= len) {
 			cs->skip -= len;
-		else
-			cs->skip = 0;	/* requests after it: nginx's too */
-		return xps_pass(skb);
+			xps_requests_none(skb);
+			return xps_pass(skb);
+		}
+		start = cs->skip;	/* requests after it: nginx's too */
+		cs->skip = 0;
 	}
 	sc = bpf_map_lookup_elem(&http_scratch, &zero);
 	st = bpf_map_lookup_elem(&xps_state, &zero);
 	if (!sc || !st)
 		return xps_pass(skb);
-	n = len;
+	n = len < XPS_SCRATCH ? len : XPS_SCRATCH;
 	barrier_var(n);
 	if (n < 1 || n > XPS_SCRATCH)
 		return xps_pass(skb);
 	if (xps_load(skb, 0, sc->in, n))
 		return xps_pass(skb);
-
-	kind = xps_http_parse(sc->in, n, 0, &sc->req);
-	if (kind == XPS_REQ_INCOMPLETE) {
-		/* a request that continues (a body, a split head): pass all of it */
-		if (cs && sc->req.req_len > n)
-			cs->skip = sc->req.req_len - n;
+	if (start) {
+		count_requests(skb, sc, cs, start, n, len, 0);
 		return xps_pass(skb);
 	}
-	if (kind != XPS_REQ_SERVE || sc->req.req_len != n ||
+
+	kind = xps_http_parse(sc->in, n, 0, &sc->req);
+	if (kind != XPS_REQ_SERVE || sc->req.req_len != len ||
 	    (sc->req.flags & XPS_HTTP_F_UNMODELLED) || !xps_may_consume(skb))
-		return xps_pass(skb);
+		goto pass;
 
 	__builtin_memcpy(key.m, sc->req.method, HTTP_METHOD_LEN);
 	act = xps_data_lookup(&key);
 	if (!act)
-		return xps_pass(skb);
+		goto pass;
 	if (act->status == 444)
 		return xps_reset(skb);
 
@@ -92,8 +149,11 @@ int xps_http_filter(struct __sk_buff *skb)
 				    key.m[2] == 'A' && key.m[3] == 'D' && !key.m[4]);
 	barrier_var(out);
 	if (out < 1 || out > XPS_SCRATCH)	/* only for the verifier */
-		return xps_pass(skb);
+		goto pass;
 	if (xps_resize(skb, out) || xps_store(skb, 0, sc->out, out))
 		return xps_pass(skb);
 	return xps_tx(skb);
+pass:
+	count_requests(skb, sc, cs, 0, n, len, 1);
+	return xps_pass(skb);
 }

@@ -4,7 +4,10 @@
  * in the data map the kernel answers with its value and '\n', otherwise the
  * request goes to the service.  Exercises the data map and key statistics.
  */
+/* requests and replies are lines (docs/ordering.md) */
+#define XPS_REPLY_PROTO XPS_REPLY_LINE
 #include "xps.bpf.h"
+#include "lines.bpf.h"
 #include "kv.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -19,6 +22,7 @@ int xps_kv(struct __sk_buff *skb)
 	__u32 len = xps_len(skb), klen, vlen;
 	__u8 nl;
 
+	xps_count_lines(skb);
 	/* exactly one "<key>\n" request per segment, else the service */
 	if (len < 2 || len > KV_KEY_MAX + 1)
 		return xps_pass(skb);

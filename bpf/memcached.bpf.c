@@ -6,9 +6,11 @@
  * datagram holds one request.  Writes invalidate before they reach
  * memcached and are counted for the filler (docs/coherence.md).
  */
+#define XPS_REPLY_PROTO XPS_REPLY_MEMCACHED	/* docs/ordering.md */
 #include "xps.bpf.h"
 #include "proto/memcached.bpf.h"
 #include "stage.bpf.h"
+#include "kv_count.bpf.h"
 #include "memcached.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -34,6 +36,8 @@ struct {
 	__type(key, __u32);
 	__type(value, struct mc_scratch);
 } mc_scratch SEC(".maps");
+
+XPS_KV_COUNT(count_rest, struct mc_scratch, xps_mc_parse, 0);
 
 struct walk {
 	struct mc_scratch *sc;
@@ -139,6 +143,15 @@ static long walk_one(__u32 i, void *ctx)
 		return 1;
 	}
 	kind = xps_mc_parse(w->sc->in, w->len, w->off, req);
+	/*
+	 * One reply per request but noreply ones; quit and watch end the
+	 * replies the connection can count (STATE).
+	 */
+	if (kind == XPS_REQ_STATE)
+		xps_requests_lost(w->skb);
+	else if (kind != XPS_REQ_INCOMPLETE && kind != XPS_REQ_MALFORMED &&
+		 !(req->flags & XPS_F_NOREPLY))
+		xps_request(w->skb, 0);
 	switch (kind) {
 	case XPS_REQ_SERVE:
 		if (!req->nkeys || req->nkeys > XPS_MAX_KEYS ||
@@ -194,13 +207,23 @@ static long walk_one(__u32 i, void *ctx)
 			invalidate(w);
 		}
 		if (w->cs && req->req_len && w->len == w->seg_len &&
-		    !(req->flags & XPS_F_TOO_BIG))
+		    !(req->flags & XPS_F_TOO_BIG)) {
 			w->cs->skip = w->off + req->req_len - w->len;
-		else if (w->cs)
-			w->cs->flags |= MC_CONN_NO_SERVE;
+			if (!(req->flags & XPS_F_NOREPLY))
+				xps_request(w->skb, 0);
+		} else if (w->len == w->seg_len) {
+			/* its head runs past the segment: the next
+			 * request's start is unknown
+			 */
+			if (w->cs)
+				w->cs->flags |= MC_CONN_NO_SERVE;
+			xps_requests_lost(w->skb);
+		}
+		/* else: past the scratch copy, count_rest() counts it */
 		w->done = 1;
 		return 1;
 	default:	/* MALFORMED: boundaries lost */
+		xps_requests_lost(w->skb);
 		req->flags |= XPS_F_ALL;
 		invalidate(w);
 		if (w->cs)
@@ -232,6 +255,7 @@ int xps_memcached(struct __sk_buff *skb)
 	if (w.cs && w.cs->skip) {
 		if (w.cs->skip >= w.seg_len) {
 			w.cs->skip -= w.seg_len;
+			xps_requests_none(skb);
 			return xps_pass(skb);
 		}
 		w.off = w.cs->skip;
@@ -274,6 +298,11 @@ int xps_memcached(struct __sk_buff *skb)
 		if (!w.done || w.off < w.seg_len) {
 			xps_note_write(skb);
 			__sync_fetch_and_add(&w.st->cgen, 1);
+			/* where the requests after the walk begin and end */
+			if (xps_requests_counted(skb))
+				count_rest(skb, w.sc, w.cs, w.off, w.seg_len);
+			if (!xps_requests_counted(skb) && w.cs)
+				w.cs->flags |= MC_CONN_NO_SERVE;
 		}
 		w.serve = 0;
 	}

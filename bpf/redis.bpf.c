@@ -9,9 +9,11 @@
  * in the segment touches has been invalidated (and the write counted for
  * the filler's coherence check, see docs/coherence.md).
  */
+#define XPS_REPLY_PROTO XPS_REPLY_RESP	/* docs/ordering.md */
 #include "xps.bpf.h"
 #include "proto/redis.bpf.h"
 #include "stage.bpf.h"
+#include "kv_count.bpf.h"
 #include "redis.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -36,6 +38,8 @@ struct {
 	__type(key, __u32);
 	__type(value, struct redis_scratch);
 } redis_scratch SEC(".maps");
+
+XPS_KV_COUNT(count_rest, struct redis_scratch, xps_redis_parse, 1);
 
 /* State of one walk over a segment (bpf_loop callback context). */
 struct walk {
@@ -134,6 +138,10 @@ static long walk_one(__u32 i, void *ctx)
 		return 1;
 	}
 	kind = xps_redis_parse(w->sc->in, w->len, w->off, req);
+	/* one reply per request, but for the ones Redis ignores */
+	if (kind != XPS_REQ_INCOMPLETE && kind != XPS_REQ_MALFORMED &&
+	    !(req->flags & XPS_F_NOREPLY))
+		xps_request(w->skb, 0);
 	switch (kind) {
 	case XPS_REQ_SERVE:
 		if (req->nkeys != 1 || req->keys[0].len > REDIS_KEY_MAX ||
@@ -185,13 +193,22 @@ static long walk_one(__u32 i, void *ctx)
 			invalidate(w);
 		}
 		if (w->cs && req->req_len && w->len == w->seg_len &&
-		    !(req->flags & XPS_F_TOO_BIG))
+		    !(req->flags & XPS_F_TOO_BIG)) {
 			w->cs->skip = w->off + req->req_len - w->len;
-		else if (w->cs)
-			w->cs->flags |= REDIS_CONN_NO_SERVE;
+			xps_request(w->skb, 0);
+		} else if (w->len == w->seg_len) {
+			/* its head runs past the segment: the next
+			 * request's start is unknown
+			 */
+			if (w->cs)
+				w->cs->flags |= REDIS_CONN_NO_SERVE;
+			xps_requests_lost(w->skb);
+		}
+		/* else: past the scratch copy, count_rest() counts it */
 		w->done = 1;
 		return 1;
 	default:	/* MALFORMED: boundaries lost */
+		xps_requests_lost(w->skb);
 		req->flags |= XPS_F_ALL;
 		invalidate(w);
 		if (w->cs)
@@ -221,6 +238,7 @@ int xps_redis(struct __sk_buff *skb)
 	if (w.cs && w.cs->skip) {
 		if (w.cs->skip >= w.seg_len) {
 			w.cs->skip -= w.seg_len;
+			xps_requests_none(skb);
 			return xps_pass(skb);
 		}
 		w.off = w.cs->skip;
@@ -249,6 +267,11 @@ int xps_redis(struct __sk_buff *skb)
 		if (!w.done || w.off < w.seg_len) {
 			xps_note_write(skb);
 			__sync_fetch_and_add(&w.st->cgen, 1);
+			/* where the requests after the walk begin and end */
+			if (xps_requests_counted(skb))
+				count_rest(skb, w.sc, w.cs, w.off, w.seg_len);
+			if (!xps_requests_counted(skb) && w.cs)
+				w.cs->flags |= REDIS_CONN_NO_SERVE;
 		}
 		w.serve = 0;
 	}

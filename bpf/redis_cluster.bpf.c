@@ -21,6 +21,7 @@
  * Everything else is passed to Redis untouched.  docs/protocols.md argues
  * what this proves and what it cannot.
  */
+#define XPS_REPLY_PROTO XPS_REPLY_CLUSTER	/* docs/ordering.md */
 #include "xps.bpf.h"
 #include "redis_cluster.h"
 
@@ -160,6 +161,57 @@ static __always_inline int gossip_known(struct __sk_buff *skb,
 	return 1;
 }
 
+/* Messages the server answers on the link they came in on. */
+#define CLUSTERMSG_TYPE_MEET	2
+#define CLUSTERMSG_TYPE_MFSTART	8
+#define CLUSTER_COUNT_MAX	8
+
+/*
+ * Count the messages of a segment the server will read (docs/ordering.md):
+ * PING and MEET get a PONG, MFSTART a PING, on the same link; a message
+ * that runs past the segment leaves the rest for cs->skip.
+ */
+static __always_inline int count_messages(struct __sk_buff *skb, __u32 len)
+{
+	struct xps_conn_hstate *cs = xps_conn_state(skb);
+	__u32 off = 0, i, tot;
+	__u8 h[CLUSTER_OFF_TYPE + 2];
+	__u16 type;
+
+	if (cs && cs->skip) {
+		if (cs->skip >= len) {
+			cs->skip -= len;
+			xps_requests_none(skb);
+			return xps_pass(skb);
+		}
+		off = cs->skip;
+		cs->skip = 0;
+	}
+	for (i = 0; i < CLUSTER_COUNT_MAX; i++) {
+		if (off >= len)
+			return xps_pass(skb);
+		if (!cs || xps_load(skb, off, h, sizeof(h)) ||
+		    h[0] != 'R' || h[1] != 'C' || h[2] != 'm' || h[3] != 'b')
+			break;
+		tot = be32_at(h + CLUSTER_OFF_TOTLEN);
+		if (tot < sizeof(h))
+			break;
+		type = be16_at(h + CLUSTER_OFF_TYPE);
+		if (type == CLUSTERMSG_TYPE_PING || type == CLUSTERMSG_TYPE_MEET ||
+		    type == CLUSTERMSG_TYPE_MFSTART)
+			xps_request(skb, 0);
+		else
+			xps_requests_none(skb);
+		if (tot >= len - off) {
+			cs->skip = tot - (len - off);
+			return xps_pass(skb);
+		}
+		off += tot;
+	}
+	xps_requests_lost(skb);
+	return xps_pass(skb);
+}
+
 SEC("xps")
 int xps_redis_cluster(struct __sk_buff *skb)
 {
@@ -171,10 +223,10 @@ int xps_redis_cluster(struct __sk_buff *skb)
 	len = xps_len(skb);
 	if (len < CLUSTER_HDR_LEN || len > CLUSTER_PING_MAX ||
 	    !xps_may_consume(skb))
-		return xps_pass(skb);
+		return count_messages(skb, len);
 	sc = bpf_map_lookup_elem(&cluster_scratch, &zero);
 	if (!sc || xps_load(skb, 0, sc->hdr, CLUSTER_HDR_LEN))
-		return xps_pass(skb);
+		return count_messages(skb, len);
 
 	/* one whole PING, nothing before or after it in the segment */
 	if (sc->hdr[0] != 'R' || sc->hdr[1] != 'C' || sc->hdr[2] != 'm' ||
@@ -184,30 +236,30 @@ int xps_redis_cluster(struct __sk_buff *skb)
 	    be16_at(sc->hdr + CLUSTER_OFF_TYPE) != CLUSTERMSG_TYPE_PING ||
 	    (sc->hdr[CLUSTER_OFF_MFLAGS] & ~CLUSTERMSG_FLAG0_EXT_DATA) ||
 	    sc->hdr[CLUSTER_OFF_MFLAGS + 1] || sc->hdr[CLUSTER_OFF_MFLAGS + 2])
-		return xps_pass(skb);
+		return count_messages(skb, len);
 	count = be16_at(sc->hdr + CLUSTER_OFF_COUNT);
 	if (count > CLUSTER_GOSSIP_MAX || !lengths_add_up(skb, sc, len, count))
-		return xps_pass(skb);
+		return count_messages(skb, len);
 
 	/* the template first: without a fresh one nothing else matters */
 	__builtin_memset(&sc->key, 0, sizeof(sc->key));
 	sc->key.kind = CLUSTER_KEY_PONG;
 	tmpl = bpf_map_lookup_elem(&xps_data, &sc->key);
 	if (!tmpl)
-		return xps_pass(skb);
+		return count_messages(skb, len);
 	now = bpf_ktime_get_ns();
 	if (now < tmpl->pong.stamp_ns ||
 	    now - tmpl->pong.stamp_ns > tmpl->pong.max_age_ns)
-		return xps_pass(skb);
+		return count_messages(skb, len);
 
 	if (!sender_known(sc, tmpl) || !gossip_known(skb, sc, count))
-		return xps_pass(skb);
+		return count_messages(skb, len);
 
 	tlen = tmpl->pong.len;
 	barrier_var(tlen);
 	if (tlen < CLUSTER_HDR_LEN || tlen > CLUSTER_PONG_MAX)
-		return xps_pass(skb);	/* the daemon never writes those */
+		return count_messages(skb, len);	/* the daemon never writes those */
 	if (xps_resize(skb, tlen) || xps_store(skb, 0, tmpl->pong.msg, tlen))
-		return xps_pass(skb);
+		return count_messages(skb, len);
 	return xps_tx(skb);
 }

@@ -4,7 +4,10 @@
  * the composability example: which one answered shows which sub-context
  * the L7 value selected.
  */
+/* requests and replies are lines (docs/ordering.md) */
+#define XPS_REPLY_PROTO XPS_REPLY_LINE
 #include "xps.bpf.h"
+#include "lines.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -16,6 +19,7 @@ int xps_upper(struct __sk_buff *skb)
 	__u8 buf[UPPER_MAX];
 	__u32 len = xps_len(skb), i;
 
+	xps_count_lines(skb);
 	barrier_var(len);
 	if (len < 1 || len > UPPER_MAX)
 		return xps_pass(skb);

@@ -4,7 +4,10 @@
  * drops it, 'R' resets the connection, anything else (and 'P') passes it to
  * the service.  Used by the tests to drive every verdict on every backend.
  */
+/* requests and replies are lines (docs/ordering.md) */
+#define XPS_REPLY_PROTO XPS_REPLY_LINE
 #include "xps.bpf.h"
+#include "lines.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -13,6 +16,7 @@ int xps_verdict(struct __sk_buff *skb)
 {
 	__u8 c;
 
+	xps_count_lines(skb);
 	if (xps_load(skb, 0, &c, 1))
 		return xps_pass(skb);
 	switch (c) {

@@ -28,6 +28,20 @@
  * Handlers must not touch the packet through skb->data or bpf_skb_* helpers
  * directly: payload offsets differ per backend.
  *
+ * A TCP handler that may TX on a connection where it also passes requests
+ * names its reply framing before including this header, and counts, with
+ * xps_request(), every request that starts in the segment it was given
+ * (docs/ordering.md):
+ *
+ *	#define XPS_REPLY_PROTO XPS_REPLY_RESP
+ *	#include "xps.bpf.h"
+ *
+ * The framework counts the replies the service writes against the
+ * requests it was passed, and lets a handler answer only while the
+ * service owes nothing on the connection.  A handler that does not count
+ * still works: after its first PASS on a connection, that connection stays
+ * on the slow path.
+ *
  * The verifier must see every variable length given to xps_load() and
  * xps_store() bounded to [1, size of the buffer] on the very register it is
  * passed in.  clang tends to fold such checks into earlier ones; write
@@ -64,6 +78,10 @@
 /* sockmap verdicts (enum sk_action) */
 #define XPS__SK_DROP 0
 #define XPS__SK_PASS 1
+
+#ifndef XPS_REPLY_PROTO
+#define XPS_REPLY_PROTO XPS_REPLY_NONE
+#endif
 
 /* Set by libxps before load; never written at run time. */
 const volatile __u32 xps_backend = XPS_BACKEND_NATIVE;
@@ -348,6 +366,74 @@ static __always_inline int xps_may_consume(struct __sk_buff *skb)
 	return run && run->may_consume;
 }
 
+/* xps_request() flags */
+#define XPS_REQ_NOBODY	1	/* HTTP: the reply has no body (HEAD) */
+
+/*
+ * Count a request that starts in this segment and that the service
+ * answers with exactly one reply (XPS_REPLY_PROTO frames it).  Call it for
+ * every such request, whatever the verdict: on PASS the connection owes
+ * their replies, and no reply from the kernel may go out before them.  A
+ * request the service does not answer (Redis's empty array, memcached's
+ * noreply) is not counted.  XPS_REQ_NOBODY: among the first 32 only.
+ */
+static __always_inline void xps_request(struct __sk_buff *skb, __u32 flags)
+{
+	struct xps_run *run = xps__run();
+
+	if (!run || run->counted == XPS_COUNT_LOST)
+		return;
+	if (flags & XPS_REQ_NOBODY) {
+		if (run->reqs >= 32) {
+			run->counted = XPS_COUNT_LOST;
+			return;
+		}
+		run->reqs_nobody |= 1U << (run->reqs & 31);
+	}
+	run->reqs++;
+	run->counted = XPS_COUNT_KNOWN;
+}
+
+/* xps_request() for @n requests at once (no flags). */
+static __always_inline void xps_requests(struct __sk_buff *skb, __u32 n)
+{
+	struct xps_run *run = xps__run();
+
+	if (!run || run->counted == XPS_COUNT_LOST)
+		return;
+	run->reqs += n;
+	run->counted = XPS_COUNT_KNOWN;
+}
+
+/* No request starts in this segment (it continues an earlier one). */
+static __always_inline void xps_requests_none(struct __sk_buff *skb)
+{
+	struct xps_run *run = xps__run();
+
+	if (run && run->counted == XPS_COUNT_NONE)
+		run->counted = XPS_COUNT_KNOWN;
+}
+
+/* Whether the requests of this segment are counted so far. */
+static __always_inline int xps_requests_counted(struct __sk_buff *skb)
+{
+	struct xps_run *run = xps__run();
+
+	return run && run->counted != XPS_COUNT_LOST;
+}
+
+/*
+ * The handler cannot tell how many requests start here (bytes it cannot
+ * parse): if the segment is passed, the connection leaves the fast path.
+ */
+static __always_inline void xps_requests_lost(struct __sk_buff *skb)
+{
+	struct xps_run *run = xps__run();
+
+	if (run)
+		run->counted = XPS_COUNT_LOST;
+}
+
 /* Look a key up in the data map and count the access for statistics. */
 #define xps_data_lookup(key)						\
 	({								\
@@ -369,11 +455,9 @@ static __always_inline int xps_may_consume(struct __sk_buff *skb)
 
 /*
  * A cache handler calls this for every write request it is about to pass,
- * after invalidating the keys the write touches.  It bumps the write epoch
- * and counts the write as unanswered until the service writes on the
- * connection with nothing left unread; a filler that read the epoch while
- * no write was unanswered and finds it unchanged after inserting a value
- * knows the value is not older than any acknowledged write
+ * after invalidating the keys the write touches.  It counts the write as
+ * unanswered until the service writes on the connection with nothing left
+ * unread; a filler refuses to commit a fill while any write is unanswered
  * (docs/coherence.md).
  */
 static __always_inline void xps_note_write(struct __sk_buff *skb)
@@ -460,29 +544,61 @@ static __always_inline void xps__account(struct xps_run *run, int outcome,
 }
 
 /*
- * Stock TCP: the service owes @conn an answer for what was passed while
- * the socket's write_seq was @write_seq; no kernel reply may overtake it.
- * Atomic: a nested run (see run_begin() in the framework) may pass on the
- * same connection meanwhile.
+ * Bytes reach the service that nobody counted: the framework can no longer
+ * tell when the service has answered everything, so the connection stays
+ * on the slow path (docs/ordering.md).  Atomic: a nested run (see
+ * run_begin() in the framework) may pass on the same connection meanwhile.
  */
-static __always_inline void xps__conn_owed(struct xps_conn *conn,
-					   __u32 write_seq)
+static __always_inline void xps__lose_count(struct xps_conn *conn)
 {
-	conn->pass_write_seq = write_seq;
-	__sync_fetch_and_or(&conn->flags, XPS_CONN_SLOW_PENDING);
+	__sync_fetch_and_or(&conn->flags, XPS_CONN_UNCOUNTED);
 }
 
-/* Remember that the service owes this connection an answer. */
-static __always_inline void xps__mark_slow(struct __sk_buff *skb,
-					   struct xps_run *run)
+/*
+ * The segment goes to the service: the connection owes the replies of the
+ * requests the handler counted in it.
+ */
+static __always_inline void xps__owe(struct xps_run *run)
 {
 	struct xps_conn *conn;
+	__u32 i, bit;
 
-	if (xps_backend != XPS_BACKEND_SOCKMAP)
+	if (run->proto != IPPROTO_TCP)
 		return;
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
-	if (conn)
-		xps__conn_owed(conn, run->write_seq);
+	if (!conn)
+		return;
+	if (run->counted != XPS_COUNT_KNOWN || XPS_REPLY_PROTO == XPS_REPLY_NONE) {
+		xps__lose_count(conn);
+		return;
+	}
+	if (!run->reqs)
+		return;
+	/* one framing per connection (a handler swap may bring another) */
+	if (conn->rp.proto != XPS_REPLY_PROTO) {
+		if (conn->rp.proto) {
+			xps__lose_count(conn);
+			return;
+		}
+		conn->rp.proto = XPS_REPLY_PROTO;
+	}
+	if (XPS_REPLY_PROTO == XPS_REPLY_HTTP) {
+		/* which replies have no body: 32 outstanding at most */
+		if (conn->owed - conn->answered + run->reqs > 32) {
+			xps__lose_count(conn);
+			return;
+		}
+		for (i = 0; i < 32; i++) {
+			if (i >= run->reqs)
+				break;
+			bit = 1U << ((conn->owed + i) & 31);
+			if (run->reqs_nobody & (1U << i))
+				conn->nobody |= bit;
+			else
+				conn->nobody &= ~bit;
+		}
+	}
+	conn->owed += run->reqs;
 }
 
 static __always_inline int xps__pass_code(void)
@@ -517,7 +633,7 @@ static __always_inline int xps_pass(struct __sk_buff *skb)
 		xps__account(run, XPS__DROP, 1);
 		return xps__drop_code();
 	}
-	xps__mark_slow(skb, run);
+	xps__owe(run);
 	xps__account(run, XPS__PASS, 0);
 	return xps__pass_code();
 }
@@ -665,6 +781,37 @@ static __always_inline int xps__tc_tx(struct __sk_buff *skb,
 	return bpf_redirect(skb->ifindex, 0);
 }
 
+/* Only the fields XPS reads; CO-RE relocates them against the kernel. */
+struct sock___xps_snd {
+	int sk_sndbuf;
+	int sk_wmem_queued;
+} __attribute__((preserve_access_index));
+
+/*
+ * Stock TCP: whether the socket's send buffer takes @len more bytes after
+ * the replies already waiting for the kworker.  The kworker writes with
+ * MSG_DONTWAIT: a reply that does not fit would be cut, and the kworker
+ * would then send what is left of the request itself.  When it does not
+ * fit, the service answers (PASS): it keeps its own output buffer.
+ */
+static __always_inline int xps__sockmap_room(struct __sk_buff *skb,
+					     struct xps_conn *conn, __u32 len)
+{
+	struct sock___xps_snd *sk;
+	struct bpf_sock *bsk = skb->sk;
+	__u32 queued;
+
+	if (!bsk)
+		return 0;
+	sk = (struct sock___xps_snd *)bpf_skc_to_tcp_sock(bsk);
+	if (!sk)
+		return 0;
+	queued = sk->sk_wmem_queued +
+		 (conn->tx_head - conn->tx_tail) * XPS_STOCK_REPLY_MAX;
+	/* truesize overhead: a reply may take twice its length */
+	return queued + 2 * len + 4096 <= (__u32)sk->sk_sndbuf;
+}
+
 /*
  * Stock TCP TX: stash the reply for the connection's sk_msg program and
  * redirect the untouched request to the socket's egress, where that
@@ -680,10 +827,10 @@ static __always_inline int xps__sockmap_tx(struct __sk_buff *skb,
 
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
 	slot = conn ? xps__reply_begin(skb, run) : NULL;
-	if (!slot) {
+	if (!slot || !xps__sockmap_room(skb, conn, slot->len)) {
 		/* the request is intact: the service answers it */
 		run->rewritten = 0;
-		xps__mark_slow(skb, run);
+		xps__owe(run);
 		xps__account(run, XPS__PASS, conn != NULL);
 		return XPS__SK_PASS;
 	}
@@ -717,6 +864,17 @@ static __always_inline int xps_tx(struct __sk_buff *skb)
 		}
 		xps__account(run, XPS__TX, 0);
 		return ret;
+	}
+	/*
+	 * The hook writes the reply at write_seq, where egress must pass
+	 * over it (docs/ordering.md); if it cannot, it resets the connection.
+	 */
+	if (run->proto == IPPROTO_TCP) {
+		struct xps_conn *conn;
+
+		conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
+		if (conn)
+			conn->kr_bytes += run->payload_len;
 	}
 	xps__account(run, XPS__TX, 0);
 	return XPS_TX;

@@ -5,14 +5,19 @@
  *
  *  native	xps_native_tcp / xps_native_udp, run by the patched kernel's
  *		hook (SK_SKB with the BPF_XPS_* attach types set by libxps)
- *  sockmap	xps_sockops enrols accepted TCP connections that match a
- *		predicate into xps_sockhash; xps_stream_verdict runs on their
- *		data; xps_tc_egress completes RESET
+ *  sockmap	xps_stream_verdict runs on the data of the connections
+ *		xps_sockops enrolled into xps_sockhash; xps_msg_verdict puts
+ *		the replies on the wire; xps_tc_egress completes RESET
  *  tc		xps_tc_ingress runs UDP handlers on the interface's ingress
  *
+ * On both TCP backends xps_sockops records every accepted connection that
+ * matches a predicate (struct xps_conn), and xps_tc_egress counts the
+ * replies the service sends on it, so that a reply from the kernel never
+ * overtakes or lands inside one the service still owes (docs/ordering.md).
  * libxps loads only the programs of the backend in use.
  */
 #include "xps.bpf.h"
+#include "proto/reply.bpf.h"
 #include <linux/tcp.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -331,51 +336,90 @@ static __always_inline struct xps_run *run_begin(int *nested)
 	return run;
 }
 
+/*
+ * Whether a reply from the kernel may go out on @conn now without
+ * overtaking, or landing inside, a reply the service owes
+ * (docs/ordering.md): the service has completely answered every request
+ * it was passed, and every byte it gave the socket to send (up to
+ * @write_seq) has been seen at egress, but for kernel replies.
+ */
+static __always_inline int conn_may_answer(struct xps_conn *conn,
+					   __u32 write_seq)
+{
+	if ((conn->flags & (XPS_CONN_UNCOUNTED | XPS_CONN_EGRESS)) !=
+	    XPS_CONN_EGRESS)
+		return 0;
+	return conn->owed == conn->answered && xps_reply_idle(&conn->rp) &&
+	       write_seq - conn->eg_seq == conn->kr_bytes;
+}
+
+/* Bytes go to the service without a handler's count: see xps__lose_count(). */
+static __always_inline void pass_uncounted(struct xps_conn *conn)
+{
+	if (conn)
+		xps__lose_count(conn);
+}
+
 /* ---- native backend ------------------------------------------------ */
 
 static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 				      void *progs)
 {
+	struct xps_conn *conn = NULL;
+	struct tcp_sock___xps *tp;
 	struct xps_pred_key key;
 	struct xps_run *run;
+	__u64 cookie = 0;
 	__u32 slot;
 	int sub, nested;
 
 	if (!skb->len)
 		return XPS_PASS;
+	if (proto == IPPROTO_TCP) {
+		cookie = bpf_get_socket_cookie(skb);
+		conn = bpf_map_lookup_elem(&xps_conns, &cookie);
+	}
 	run = run_begin(&nested);
-	if (!run)
-		return XPS_PASS;	/* nested: the hook keeps the order */
+	if (!run) {
+		/* the hook runs with BH off: only a stale flag gets here */
+		pass_uncounted(conn);
+		return XPS_PASS;
+	}
 	key_from_skb(skb, proto, &key);
 	if (pred_lookup(&key, &slot)) {
+		pass_uncounted(conn);
 		xps__run_end(run);
 		return XPS_PASS;
 	}
 	run->proto = proto;
 	run->family = key.family;
 	run->payload_len = skb->len;
-	run->cookie = bpf_get_socket_cookie(skb);
+	run->cookie = cookie;
 	/*
-	 * The hook checked everything that makes consuming unsafe, except a
-	 * write the service has not answered yet (xps_note_write): a reply
-	 * from the kernel would overtake its answer.
+	 * The hook checked what makes consuming unsafe for the socket
+	 * (unread data, urgent data, ...); what the service still owes is
+	 * known here only.  A connection without a record (accepted before
+	 * the context existed) cannot be counted: it stays on the slow path.
 	 */
-	run->may_consume = 1;
-	if (proto == IPPROTO_TCP) {
-		struct xps_conn *conn;
-
-		conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
-		if (conn && conn->unacked)
-			run->may_consume = 0;
+	if (proto == IPPROTO_UDP) {
+		run->may_consume = 1;
+	} else if (conn && skb->sk) {
+		tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(skb->sk);
+		if (tp) {
+			run->write_seq = tp->write_seq;
+			run->may_consume = conn_may_answer(conn, tp->write_seq);
+		}
 	}
 	sub = resolve_slot(skb, run, slot);
 	if (sub < 0) {
+		pass_uncounted(conn);
 		xps__run_end(run);
 		return XPS_PASS;
 	}
 	run->slot = sub;
 	bpf_tail_call(skb, progs, sub);
 	count_only(sub, run->start_ns, 1);
+	pass_uncounted(conn);
 	xps__run_end(run);
 	return XPS_PASS;
 }
@@ -436,6 +480,9 @@ int xps_sockops(struct bpf_sock_ops *skops)
 	cookie = bpf_get_socket_cookie(skops);
 	conn.slot = slot;
 	conn.gen = cfg->generation;
+	/* the service's first byte: egress accounts for the stream from here */
+	conn.eg_seq = skops->snd_nxt;
+	conn.flags = XPS_CONN_EGRESS;
 	if (bpf_map_update_elem(&xps_conns, &cookie, &conn, BPF_ANY))
 		return 1;
 	/*
@@ -454,8 +501,8 @@ int xps_sockops(struct bpf_sock_ops *skops)
 
 /*
  * Whether a reply from the kernel may go out now without overtaking the
- * service: nothing but this skb is unread on the socket and, if the service
- * was handed a request, it has since read everything and written.
+ * service: nothing but this skb is unread on the socket, and the service
+ * owes nothing (conn_may_answer()).
  */
 static __always_inline int sockmap_may_consume(struct __sk_buff *skb,
 					       struct xps_conn *conn,
@@ -484,32 +531,18 @@ static __always_inline int sockmap_may_consume(struct __sk_buff *skb,
 	if (((struct sock___xps *)tp)->sk_lock.owned &&
 	    !((struct sock___xps *)tp)->sk_backlog.len)
 		return 0;
-	if (conn->flags & XPS_CONN_SLOW_PENDING) {
-		if (tp->write_seq == conn->pass_write_seq)
-			return 0;
-		__sync_fetch_and_and(&conn->flags, ~XPS_CONN_SLOW_PENDING);
-	}
-	return 1;
+	return conn_may_answer(conn, tp->write_seq);
 }
 
 /*
- * A request passed by a nested run (see run_begin()): the service owes
- * the connection an answer, so no later reply from the kernel may
- * overtake it (xps__conn_owed(), as for a handler's PASS).
+ * A request passed by a nested run (see run_begin()): no handler counted
+ * it, so the connection leaves the fast path.
  */
 static __always_inline void pass_nested(struct __sk_buff *skb)
 {
-	struct tcp_sock___xps *tp;
-	struct xps_conn *conn;
-	__u64 cookie;
+	__u64 cookie = bpf_get_socket_cookie(skb);
 
-	if (!skb->sk)
-		return;
-	tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(skb->sk);
-	cookie = bpf_get_socket_cookie(skb);
-	conn = bpf_map_lookup_elem(&xps_conns, &cookie);
-	if (tp && conn)
-		xps__conn_owed(conn, tp->write_seq);
+	pass_uncounted(bpf_map_lookup_elem(&xps_conns, &cookie));
 }
 
 SEC("sk_skb/stream_verdict")
@@ -552,6 +585,7 @@ int xps_stream_verdict(struct __sk_buff *skb)
 		conn->gen = cfg->generation;
 	}
 	if (conn->flags & XPS_CONN_NO_SLOT) {
+		pass_uncounted(conn);
 		xps__run_end(run);
 		return XPS__SK_PASS;
 	}
@@ -563,12 +597,14 @@ int xps_stream_verdict(struct __sk_buff *skb)
 	run->may_consume = sockmap_may_consume(skb, conn, run);
 	sub = resolve_slot(skb, run, conn->slot);
 	if (sub < 0) {
+		pass_uncounted(conn);
 		xps__run_end(run);
 		return XPS__SK_PASS;
 	}
 	run->slot = sub;
 	bpf_tail_call(skb, &xps_progs_tcp, sub);
 	count_only(sub, run->start_ns, 1);
+	pass_uncounted(conn);
 	xps__run_end(run);
 	return XPS__SK_PASS;
 }
@@ -633,11 +669,17 @@ int xps_msg_verdict(struct sk_msg_md *msg)
 		release_writes(cfg, conn, tp);
 		return SK_PASS;	/* the service's own bytes */
 	}
+	/*
+	 * What the kworker sends on an enrolled connection is a request
+	 * redirected for its reply.  Without a reply for it (a send the
+	 * kworker retries after a cut), never put the request's own bytes on
+	 * the wire: drop them.
+	 */
 	if (conn->tx_tail == conn->tx_head)
-		return SK_PASS;
+		return SK_DROP;
 	stash = bpf_map_lookup_elem(&xps_stash, &cookie);
 	if (!stash)
-		return SK_PASS;
+		return SK_DROP;
 	st = &stash->slot[conn->tx_tail & (XPS_STASH_SLOTS - 1)];
 
 	/*
@@ -697,6 +739,15 @@ int xps_msg_verdict(struct sk_msg_md *msg)
 	}
 	st->req_left = 0;
 	conn->tx_tail++;
+	/*
+	 * The reply is written at write_seq: egress passes over it.  Only
+	 * kernel replies may lie between what egress saw and write_seq
+	 * (conn_may_answer() held when this reply was decided, and requests
+	 * passed since are queued behind it).
+	 */
+	if (tp->write_seq - conn->eg_seq != conn->kr_bytes)
+		xps__lose_count(conn);
+	conn->kr_bytes += n;
 	return SK_PASS;
 }
 
@@ -770,6 +821,144 @@ static __always_inline void egress_release(struct __sk_buff *skb,
 }
 
 /*
+ * Counting the service's replies (docs/ordering.md).  Every segment the
+ * connection sends passes here, in sequence order, before any qdisc:
+ * bytes before conn->eg_seq were accounted for already (retransmissions);
+ * the first conn->kr_bytes after it are replies from the kernel; the rest
+ * are the service's, fed to the reply framing of the connection's
+ * protocol, one byte at a time but for the data it can skip unread.
+ */
+#define XPS_EG_WIN	64
+/* bpf_loop iterations per segment: a 64 KiB GSO segment of short values */
+#define XPS_EG_STEPS	(1 << 18)
+
+struct eg_walk {
+	struct __sk_buff *skb;
+	struct xps_conn *conn;
+	__u32 off;		/* next skb offset to account for */
+	__u32 end;
+	__u32 woff;		/* next byte in win */
+	__u32 wlen;		/* bytes in win */
+	int lost;
+	__u8 win[XPS_EG_WIN];
+};
+
+static long eg_step(__u32 i, void *ctx)
+{
+	struct eg_walk *w = ctx;
+	struct xps_conn *conn = w->conn;
+	struct xps_reply *rp = &conn->rp;
+	__u32 left, k;
+	int r;
+	__u8 c;
+
+	if (w->off >= w->end)
+		return 1;
+	left = w->end - w->off;
+	if (rp->skip) {
+		k = rp->skip < left ? rp->skip : left;
+		rp->skip -= k;
+		w->off += k;
+		w->wlen = 0;
+		if (rp->skip)
+			return 0;
+		r = xps_reply_skipped(rp);
+	} else {
+		if (w->woff >= w->wlen) {
+			k = left < XPS_EG_WIN ? left : XPS_EG_WIN;
+			barrier_var(k);
+			if (k < 1 || k > XPS_EG_WIN)	/* only for the verifier */
+				return 1;
+			if (bpf_skb_load_bytes(w->skb, w->off, w->win, k)) {
+				w->lost = 1;
+				return 1;
+			}
+			w->wlen = k;
+			w->woff = 0;
+		}
+		c = w->win[w->woff & (XPS_EG_WIN - 1)];
+		w->woff++;
+		w->off++;
+		/* a reply begins that no request asked for */
+		if (xps_reply_idle(rp) && conn->owed == conn->answered) {
+			w->lost = 1;
+			return 1;
+		}
+		r = xps_reply_byte(rp, c, (conn->nobody >> (conn->answered & 31)) & 1);
+	}
+	if (r == XPS_RB_ERR) {
+		w->lost = 1;
+		return 1;
+	}
+	if (r == XPS_RB_DONE)
+		conn->answered++;
+	return 0;
+}
+
+static __always_inline void egress_count(struct __sk_buff *skb,
+					 struct xps_conn *conn, __u32 l4)
+{
+	struct eg_walk w = { .skb = skb, .conn = conn };
+	__u32 seq, end, payload, k;
+	struct tcphdr th;
+
+	if ((conn->flags & (XPS_CONN_UNCOUNTED | XPS_CONN_EGRESS)) !=
+	    XPS_CONN_EGRESS)
+		return;
+	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
+		return;
+	payload = skb->len - l4 - th.doff * 4;
+	if (!payload || payload > skb->len)
+		return;
+	seq = bpf_ntohl(th.seq);
+	end = seq + payload;
+	if ((__s32)(seq - conn->eg_seq) > 0) {
+		/* bytes were sent that egress never saw */
+		xps__lose_count(conn);
+		return;
+	}
+	if ((__s32)(end - conn->eg_seq) <= 0)
+		return;		/* a retransmission */
+	w.off = skb->len - (end - conn->eg_seq);
+	w.end = skb->len;
+	k = end - conn->eg_seq;
+	if (k > conn->kr_bytes)
+		k = conn->kr_bytes;
+	conn->kr_bytes -= k;
+	w.off += k;
+	conn->eg_seq = end;
+	if (w.off >= w.end)
+		return;
+	bpf_loop(XPS_EG_STEPS, eg_step, &w, 0);
+	if (w.lost || w.off < w.end)
+		xps__lose_count(conn);
+}
+
+/* The transport header offset of a TCP segment, 0 if it is not one. */
+static __always_inline __u32 tcp_l4_off(struct __sk_buff *skb)
+{
+	__u32 l3 = sizeof(struct ethhdr);
+
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct iphdr ip;
+
+		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)) ||
+		    ip.protocol != IPPROTO_TCP)
+			return 0;
+		return l3 + ip.ihl * 4;
+	}
+	if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr ip6;
+
+		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)) ||
+		    ip6.nexthdr != IPPROTO_TCP)
+			return 0;
+		return l3 + sizeof(ip6);
+	}
+	return 0;
+}
+
+/*
  * RESET on the stock backend.  A stream verdict program can only pass,
  * drop or redirect, so the handler's RESET drops the request and marks the
  * connection; the next segment the socket sends (at the latest the delayed
@@ -793,6 +982,9 @@ int xps_tc_egress(struct __sk_buff *skb)
 	conn = bpf_map_lookup_elem(&xps_conns, &cookie);
 	if (!conn)
 		return TC_ACT_OK;
+	l4 = tcp_l4_off(skb);
+	if (l4)
+		egress_count(skb, conn, l4);
 	if (conn->unacked)
 		egress_release(skb, conn);
 	if (!conn->reset_pending)

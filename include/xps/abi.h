@@ -127,26 +127,67 @@ struct xps_ctx_info {
  */
 struct xps_run {
 	__u64 start_ns;
-	__u64 cookie;		/* socket cookie (TCP stock), 0 otherwise */
+	__u64 cookie;		/* socket cookie (TCP), 0 otherwise */
 	__u32 slot;
 	__u32 payload_off;	/* L7 offset inside the skb */
 	__u32 payload_len;
 	__u32 l3_off;		/* TC: network header offset */
 	__u32 l4_off;		/* TC: transport header offset */
-	__u32 write_seq;	/* TCP stock: socket write_seq at run start */
+	__u32 write_seq;	/* TCP: socket write_seq at run start */
 	__u8 proto;
 	__u8 family;
-	__u8 may_consume;	/* 0: slow-path work may be outstanding */
+	__u8 may_consume;	/* 0: the service may still owe a reply */
 	__u8 rewritten;		/* payload changed: PASS is no longer allowed */
 	__u32 active;		/* a run is under way on this CPU (run_begin()) */
+	/*
+	 * Requests that start in this segment, as the handler counted them
+	 * (xps_request()); on PASS the connection owes that many replies.
+	 */
+	__u32 reqs;
+	__u32 reqs_nobody;	/* bit i: request i's reply has no body (HEAD) */
+	__u32 counted;		/* enum xps_count */
+	__u32 pad;
 };
 
-/* Stock TCP backend: per-connection state, keyed by socket cookie. */
+/* Whether the handler counted the requests of a segment (struct xps_run). */
+enum xps_count {
+	XPS_COUNT_NONE = 0,	/* it did not say: a PASS loses count */
+	XPS_COUNT_KNOWN = 1,	/* reqs is exact */
+	XPS_COUNT_LOST = 2,	/* it could not tell (malformed, too big...) */
+};
+
+/*
+ * Reply framing the framework understands at egress, to count the replies
+ * a service writes against the requests it was passed (docs/ordering.md).
+ * A handler names its protocol with XPS_REPLY_PROTO.
+ */
+enum xps_reply_proto {
+	XPS_REPLY_NONE = 0,	/* not countable: a PASS ends the fast path */
+	XPS_REPLY_RESP = 1,	/* Redis RESP2 */
+	XPS_REPLY_MEMCACHED = 2, /* memcached text protocol */
+	XPS_REPLY_HTTP = 3,	/* HTTP/1.x responses */
+	XPS_REPLY_CLUSTER = 4,	/* Redis Cluster bus messages */
+	XPS_REPLY_LINE = 5,	/* one line ending in '\n' per reply */
+};
+
+/* Where the egress reply parser is in the service's byte stream. */
+struct xps_reply {
+	__u64 num;		/* number (or word) being read */
+	__u64 skip;		/* bytes to pass over unread (bulk data, bodies) */
+	__u32 pending;		/* per protocol: values left, line class, status */
+	__u16 pos;		/* bytes of the current line or token */
+	__u8 proto;		/* enum xps_reply_proto */
+	__u8 st;		/* parser state */
+	__u8 aux;		/* per protocol: token index, header match */
+	__u8 flags;
+	__u8 pad[6];
+};
+
+/* Per-connection state, keyed by socket cookie (both backends). */
 struct xps_conn {
 	__u32 slot;		/* slot the predicate table gave at @gen */
 	__u32 gen;		/* xps_config.generation of that lookup */
 	__u32 flags;		/* enum xps_conn_flags */
-	__u32 pass_write_seq;	/* write_seq when the last PASS happened */
 	__u32 reset_pending;	/* RESET requested, RST not yet sent */
 	__u32 tx_head;		/* replies stashed (producer: stream verdict) */
 	__u32 tx_tail;		/* replies sent (consumer: sk_msg) */
@@ -155,6 +196,18 @@ struct xps_conn {
 		__u32 flags;	/* the handler's, see xps_conn_state() */
 		__u32 skip;	/* payload bytes still to pass unparsed */
 	} hs;
+	/*
+	 * Reply ordering (docs/ordering.md): the kernel may answer only
+	 * while @answered == @owed, the egress parser is between replies
+	 * and every byte the socket was given to send up to write_seq is
+	 * either accounted for at egress or a kernel reply (@kr_bytes).
+	 */
+	__u32 owed;		/* requests passed to the service */
+	__u32 answered;		/* complete replies the service sent */
+	__u32 eg_seq;		/* first stream byte egress has not seen */
+	__u32 kr_bytes;		/* kernel reply bytes written at eg_seq */
+	__u32 nobody;		/* HTTP: bit (n % 32) set: reply n has no body */
+	struct xps_reply rp;
 };
 
 /*
@@ -181,12 +234,15 @@ struct xps_stash {
 
 enum xps_conn_flags {
 	/*
-	 * A PASS happened and the service has not both read everything and
-	 * written since: a reply from the kernel could overtake its answer.
+	 * The framework lost count of the replies the service owes (bytes
+	 * it never saw, a handler that cannot count, a reply it cannot
+	 * frame): the connection stays on the slow path until it closes.
 	 */
-	XPS_CONN_SLOW_PENDING = 1 << 0,
+	XPS_CONN_UNCOUNTED = 1 << 0,
 	/* Slot lookup said no handler: PASS without running anything. */
 	XPS_CONN_NO_SLOT = 1 << 1,
+	/* eg_seq is set (from snd_nxt when the connection was accepted). */
+	XPS_CONN_EGRESS = 1 << 2,
 };
 
 /* Framework-wide knobs, ARRAY index 0. */
@@ -247,8 +303,9 @@ _Static_assert(sizeof(struct xps_comp_key) == 16, "xps_comp_key layout");
 _Static_assert(sizeof(struct xps_comp_value) == 8, "xps_comp_value layout");
 _Static_assert(sizeof(struct xps_handler_stats) == 64, "xps_handler_stats layout");
 _Static_assert(sizeof(struct xps_ctx_info) == 264, "xps_ctx_info layout");
-_Static_assert(sizeof(struct xps_run) == 48, "xps_run layout");
-_Static_assert(sizeof(struct xps_conn) == 40, "xps_conn layout");
+_Static_assert(sizeof(struct xps_run) == 64, "xps_run layout");
+_Static_assert(sizeof(struct xps_reply) == 32, "xps_reply layout");
+_Static_assert(sizeof(struct xps_conn) == 88, "xps_conn layout");
 _Static_assert(sizeof(struct xps_config) == 40, "xps_config layout");
 
 #endif /* __XPS_ABI_H */
