@@ -163,6 +163,16 @@ $(KVLOAD): bench/kvload.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -o $@ $<
 
+# the two-threaded server of tests/integration/test_ordering.py
+TWOTHREAD_SERVER := $(OUTPUT)/tests/twothread_server
+
+$(TWOTHREAD_SERVER): tests/integration/twothread_server.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(USER_CFLAGS) -pthread -o $@ $<
+
+tests: $(TWOTHREAD_SERVER)
+
 tests: $(API_TEST) $(CTLBENCH) $(KVLOAD) $(OUTPUT)/tests/lossy.bpf.o
 
 test: all tests
