@@ -19,6 +19,7 @@
 #include "xps.bpf.h"
 #include "proto/reply.bpf.h"
 #include <linux/tcp.h>
+#include <bpf/bpf_core_read.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -27,6 +28,7 @@ struct tcp_sock___xps {
 	__u32 rcv_nxt;
 	__u32 copied_seq;
 	__u32 write_seq;
+	__u8 xps_state;		/* XPS_SK_*: the patched kernel only */
 } __attribute__((preserve_access_index));
 
 struct task_struct___xps {
@@ -406,8 +408,16 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 	} else if (conn && skb->sk) {
 		tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(skb->sk);
 		if (tp) {
+			/* the hook's word on this segment and the connection */
+			__u8 st = XPS_SK_LOST;
+
+			if (bpf_core_field_exists(tp->xps_state))
+				st = tp->xps_state;
+			if (st & XPS_SK_LOST)
+				xps__lose_count(conn);
 			run->write_seq = tp->write_seq;
-			run->may_consume = conn_may_answer(conn, tp->write_seq);
+			run->may_consume = !st &&
+					   conn_may_answer(conn, tp->write_seq);
 		}
 	}
 	sub = resolve_slot(skb, run, slot);

@@ -82,6 +82,25 @@ static const char *verdict(__u32 v)
 }
 
 /*
+ * Between two segments of a connection, the service answered everything
+ * it was passed and every reply left, as the framework's egress program
+ * would have seen on the hook (docs/ordering.md): the fixtures test the
+ * handlers, not the ordering rule.  The dummy socket of each run has
+ * write_seq 0.
+ */
+static void replies_left(struct xps_conn *conn)
+{
+	__u8 proto = conn->rp.proto;
+
+	conn->flags |= XPS_CONN_EGRESS;
+	conn->answered = conn->owed;
+	conn->eg_seq = 0;
+	conn->kr_bytes = 0;
+	memset(&conn->rp, 0, sizeof(conn->rp));
+	conn->rp.proto = proto;
+}
+
+/*
  * One request through the framework.  TCP runs install @conn as the dummy
  * socket's connection record and return the record as the run left it
  * (the handler's state, unanswered writes), as a connection would carry it
@@ -109,9 +128,11 @@ static int run(__u8 proto, __u16 port, const void *in, __u32 n,
 		.ctx_size_in = sizeof(ctx),
 	);
 
-	if (proto == IPPROTO_TCP &&
-	    bpf_map_update_elem(fx.carry, &zero, conn, BPF_ANY))
-		return -errno;
+	if (proto == IPPROTO_TCP) {
+		replies_left(conn);
+		if (bpf_map_update_elem(fx.carry, &zero, conn, BPF_ANY))
+			return -errno;
+	}
 	if (bpf_map_lookup_elem(fx.cookie, &one, &lost0) ||
 	    bpf_prog_test_run_opts(proto == IPPROTO_TCP ? fx.tcp : fx.udp, &t) ||
 	    bpf_map_lookup_elem(fx.cookie, &one, &lost1))

@@ -9,9 +9,12 @@
  *
  *  - TCP: on in-order payload, after sequence, checksum and window
  *    validation, before the bytes are queued to the socket and the owner is
- *    woken.  Only while the owner has nothing unread (copied_seq == rcv_nxt)
- *    and is not inside its own sendmsg; otherwise the hook passes without
- *    running the program.
+ *    woken, and on the segments the out-of-order queue hands to the owner.
+ *    The program sees every byte the owner reads, once and in order; it
+ *    may consume a segment only while the owner has nothing unread
+ *    (copied_seq == rcv_nxt), has accepted the connection and the
+ *    connection can send.  Otherwise it runs with XPS_SK_SEE_ONLY set in
+ *    the socket's xps_state and its verdict must be XPS_PASS.
  *  - UDP: after socket lookup and checksum validation, before the datagram is
  *    queued to the socket.
  *
@@ -49,6 +52,17 @@ enum xps_verdict {
 };
 
 #define XPS_VERDICT_MAX (__XPS_VERDICT_MAX - 1)
+
+/*
+ * TCP: bits of struct tcp_sock's xps_state, which the program reads through
+ * BTF (CO-RE).  XPS_SK_SEE_ONLY: this segment goes to the owner whatever
+ * the verdict.  XPS_SK_LOST: bytes reached the owner that the program did
+ * not see, or a verdict could not be carried out: the program can no longer
+ * tell what the owner still owes the peer, and every later segment of the
+ * connection is see-only.
+ */
+#define XPS_SK_SEE_ONLY	1
+#define XPS_SK_LOST	2
 
 /* Largest payload an XPS_TX reply may carry on TCP and on UDP. */
 #define XPS_TCP_TX_MAX 65536
