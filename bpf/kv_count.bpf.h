@@ -73,7 +73,9 @@ static long name##_one(__u32 i, void *ctx)				\
 	if (kind == XPS_REQ_MALFORMED ||				\
 	    (kind == XPS_REQ_STATE && !(count_state)))			\
 		goto lost;						\
-	if (!(req->flags & XPS_F_NOREPLY))				\
+	if (req->flags & XPS_F_NOREPLY)					\
+		xps_requests_none(w->skb);				\
+	else								\
 		xps_request(w->skb, 0);					\
 	end = at + req->req_len;					\
 	if (end >= w->seg_len) {					\

@@ -150,7 +150,9 @@ static long walk_one(__u32 i, void *ctx)
 	if (kind == XPS_REQ_STATE)
 		xps_requests_lost(w->skb);
 	else if (kind != XPS_REQ_INCOMPLETE && kind != XPS_REQ_MALFORMED &&
-		 !(req->flags & XPS_F_NOREPLY))
+		 (req->flags & XPS_F_NOREPLY))
+		xps_requests_none(w->skb);
+	else if (kind != XPS_REQ_INCOMPLETE && kind != XPS_REQ_MALFORMED)
 		xps_request(w->skb, 0);
 	switch (kind) {
 	case XPS_REQ_SERVE:
@@ -209,7 +211,9 @@ static long walk_one(__u32 i, void *ctx)
 		if (w->cs && req->req_len && w->len == w->seg_len &&
 		    !(req->flags & XPS_F_TOO_BIG)) {
 			w->cs->skip = w->off + req->req_len - w->len;
-			if (!(req->flags & XPS_F_NOREPLY))
+			if (req->flags & XPS_F_NOREPLY)
+				xps_requests_none(w->skb);
+			else
 				xps_request(w->skb, 0);
 		} else if (w->len == w->seg_len) {
 			/* its head runs past the segment: the next

@@ -139,9 +139,12 @@ static long walk_one(__u32 i, void *ctx)
 	}
 	kind = xps_redis_parse(w->sc->in, w->len, w->off, req);
 	/* one reply per request, but for the ones Redis ignores */
-	if (kind != XPS_REQ_INCOMPLETE && kind != XPS_REQ_MALFORMED &&
-	    !(req->flags & XPS_F_NOREPLY))
-		xps_request(w->skb, 0);
+	if (kind != XPS_REQ_INCOMPLETE && kind != XPS_REQ_MALFORMED) {
+		if (req->flags & XPS_F_NOREPLY)
+			xps_requests_none(w->skb);
+		else
+			xps_request(w->skb, 0);
+	}
 	switch (kind) {
 	case XPS_REQ_SERVE:
 		if (req->nkeys != 1 || req->keys[0].len > REDIS_KEY_MAX ||
