@@ -2,7 +2,7 @@
 # Build the XPS kernel: Debian's linux-source-6.12 + kernel-patches/series,
 # configured from `make allnoconfig` + kernel-patches/config.fragment.
 #
-#   scripts/build-kernel.sh [--debug] [--each] [--force] [-j N]
+#   scripts/build-kernel.sh [--debug|--ipv6-module] [--each] [--force] [-j N]
 #
 # Prints the directory of the cached bzImage on stdout (progress goes to
 # stderr).  The cache key hashes the series, the patches, the fragments and
@@ -10,8 +10,11 @@
 #
 #   --debug   add kernel-patches/config.debug.fragment (KASAN, lockdep,
 #             kmemleak); cached separately
-#   --each    apply the series one patch at a time, running checkpatch.pl
-#             and building after each, to prove every patch builds alone
+#   --ipv6-module  build with CONFIG_IPV6=m (and modules), to prove the
+#             series links when the IPv6 stack is a module; cached separately
+#   --each    apply the series one patch at a time, running
+#             checkpatch.pl --strict and building after each, to prove every
+#             patch builds alone
 #   --force   rebuild even when the cache has this kernel
 #   -j N      parallel jobs (default: number of CPUs)
 #
@@ -25,11 +28,12 @@ repo=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
 patches=$repo/kernel-patches
 cache=${XPS_CACHE:-$HOME/.cache/xps}/kernel
 tarball=${XPS_KERNEL_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
-debug=0 each=0 force=0 jobs=$(nproc)
+debug=0 ipv6m=0 each=0 force=0 jobs=$(nproc)
 
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--debug) debug=1 ;;
+	--ipv6-module) ipv6m=1 ;;
 	--each) each=1 ;;
 	--force) force=1 ;;
 	-j) jobs=$2; shift ;;
@@ -51,9 +55,18 @@ done
 mapfile -t series < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$patches/series")
 flavor=std
 fragments=("$patches/config.fragment")
+targets=(bzImage)
+if [ $debug -eq 1 ] && [ $ipv6m -eq 1 ]; then
+	die "--debug and --ipv6-module are separate flavours"
+fi
 if [ $debug -eq 1 ]; then
 	flavor=debug
 	fragments+=("$patches/config.debug.fragment")
+fi
+if [ $ipv6m -eq 1 ]; then
+	flavor=ipv6m
+	fragments+=("$patches/config.ipv6m.fragment")
+	targets+=(modules)	# modpost finds what a module cannot link
 fi
 
 key=$({
@@ -130,7 +143,12 @@ fi
 obj=$cache/obj-$flavor
 mkdir -p "$obj"
 frag=$obj/.xps-fragment
-cat "${fragments[@]}" >"$frag"
+# a later fragment's value wins: drop the base fragment's line for it
+cat "${fragments[@]}" | awk -F= '
+	/^CONFIG_/ { last[$1] = NR }
+	{ line[NR] = $0; key[NR] = $1 }
+	END { for (i = 1; i <= NR; i++)
+		if (key[i] !~ /^CONFIG_/ || last[key[i]] == i) print line[i] }' >"$frag"
 
 configure() {
 	make -C "$src" O="$obj" -s allnoconfig KCONFIG_ALLCONFIG="$frag" >&2
@@ -141,7 +159,7 @@ build_progress() {
 	local what=$1 log=$obj/.xps-build.log
 	configure
 	local rc=0
-	make -C "$src" O="$obj" -j"$jobs" bzImage </dev/null 2>&1 |
+	make -C "$src" O="$obj" -j"$jobs" "${targets[@]}" </dev/null 2>&1 |
 		tee "$log" |
 		awk -v what="$what" '/^  [A-Z]+/ { n++; printf "\rbuild-kernel: %s: %5d %-50.50s", what, n, $2 > "/dev/stderr"; fflush("/dev/stderr") }
 			END { printf "\n" > "/dev/stderr" }' || true
@@ -158,7 +176,10 @@ if [ $each -eq 1 ]; then
 	for p in "${series[@]}"; do
 		n=$((n + 1))
 		say "[$n/${#series[@]}] $p"
-		perl "$src/scripts/checkpatch.pl" --no-tree -q "$patches/$p" >&2 ||
+		# from the kernel tree: inside a git work tree (this
+		# repository) checkpatch.pl reads a .patch as a source file
+		(cd "$src" && perl scripts/checkpatch.pl --no-tree -q --strict \
+			"$patches/$p") >&2 ||
 			die "$p: checkpatch.pl complains"
 		apply_one "$p"
 		build_progress "$n/${#series[@]}"

@@ -862,8 +862,7 @@ static int udp_tx(int family)
 	/* DROP: nobody sees anything. */
 	sendto(cli, "DROP-udp", 8, 0, (void *)&ss, len);
 	usleep(100000);
-	if (!(recv(srv, buf, sizeof(buf), MSG_DONTWAIT) < 0 &&
-	    errno == EAGAIN))
+	if (recv(srv, buf, sizeof(buf), MSG_DONTWAIT) >= 0 || errno != EAGAIN)
 		return fail("owner received a dropped datagram");
 	if (!(recv(cli, buf, sizeof(buf), MSG_DONTWAIT) < 0))
 		return fail("client got a reply to DROP");
@@ -1046,27 +1045,23 @@ static int t_test_run(void)
 	struct xps_test_seen s;
 	struct xps x;
 
-	LIBBPF_OPTS(bpf_test_run_opts, o,
-		.data_in = "PING1234",
-		.data_size_in = 8,
-		.data_out = out,
-		.data_size_out = sizeof(out),
-		.ctx_in = &ctx,
-		.ctx_size_in = sizeof(ctx),
-	);
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = "PING1234",
+		    .data_size_in = 8, .data_out = out,
+		    .data_size_out = sizeof(out), .ctx_in = &ctx,
+		    .ctx_size_in = sizeof(ctx));
 
 	if ((xps_load(&x)) < 0)
 		return -1;
 	if (bpf_prog_test_run_opts(x.tcp, &o))
 		return fail("test_run: %s", strerror(errno));
-	if (!(o.retval == XPS_TX && o.data_size_out == 8 &&
-	    !memcmp(out, "PONG1234", 8)))
+	if (o.retval != XPS_TX || o.data_size_out != 8 ||
+	    memcmp(out, "PONG1234", 8))
 		return fail("PING: retval %u, out %u '%.8s'",
 			   o.retval, o.data_size_out, out);
 	seen_get(&x, &s);
-	if (!(s.family == AF_INET6 && s.local_port == 8379 &&
-	    s.remote_port == 40000 && s.local_ip6[3] == htonl(1) &&
-	    s.remote_ip6[0] == htonl(0x20010db8)))
+	if (s.family != AF_INET6 || s.local_port != 8379 ||
+	    s.remote_port != 40000 || s.local_ip6[3] != htonl(1) ||
+	    s.remote_ip6[0] != htonl(0x20010db8))
 		return fail("context not as given");
 	if (!(s.cookie != 0))
 		return fail("no socket cookie");
@@ -1088,8 +1083,8 @@ static int t_test_run(void)
 	o.ctx_size_in = sizeof(ctx);
 	if (bpf_prog_test_run_opts(x.tcp, &o))
 		return fail("test_run BIG: %s", strerror(errno));
-	if (!(o.retval == XPS_TX && o.data_size_out == 15360 &&
-	    !memcmp(out + 15356, "END!", 4)))
+	if (o.retval != XPS_TX || o.data_size_out != 15360 ||
+	    memcmp(out + 15356, "END!", 4))
 		return fail("BIG: retval %u size %u",
 			   o.retval, o.data_size_out);
 
@@ -1097,8 +1092,8 @@ static int t_test_run(void)
 	o.data_size_out = sizeof(out);
 	if (bpf_prog_test_run_opts(x.tcp, &o))
 		return fail("test_run TAIL: %s", strerror(errno));
-	if (!(o.retval == XPS_TX && o.data_size_out == 7 &&
-	    !memcmp(out, "TAIL-OK", 7)))
+	if (o.retval != XPS_TX || o.data_size_out != 7 ||
+	    memcmp(out, "TAIL-OK", 7))
 		return fail("TAIL: retval %u", o.retval);
 
 	o.data_in = "DROP";
