@@ -3,6 +3,7 @@
 # make            build BPF objects, libxps (static, shared, pkg-config) and xpsctl
 # make test       every test suite (installs what it needs)
 # make demo       the main job: a service accelerated by XPS, with statistics
+# make test-debug the VM suite on the KASAN + lockdep + kmemleak kernel
 # make vm-run CMD="..."   run a command on the patched kernel in QEMU
 # make bench      benchmarks (QUICK=1 for a smoke run)
 # V=1             show the commands
@@ -55,7 +56,7 @@ PCFILE := $(OUTPUT)/libxps.pc
 DEPS_STAMP := $(OUTPUT)/.deps-build
 
 .DELETE_ON_ERROR:
-.PHONY: all clean tests test test-unit test-integration test-vm demo vm-run bench deps install
+.PHONY: all clean tests test test-unit test-integration test-vm test-debug demo vm-run bench deps install
 
 all: $(BPF_OBJS) $(LIBXPS_A) $(LIBXPS_SO) $(PCFILE) $(XPSCTL) $(DAEMONS)
 
@@ -187,6 +188,12 @@ test-integration: all tests
 
 test-vm: all tests
 	$(Q)tests/run-all.sh vm
+
+# the VM suite on the KASAN + lockdep + kmemleak kernel (not in `make test`:
+# see docs/kernel.md for how long it takes)
+test-debug: all tests
+	$(Q)scripts/deps.sh test
+	$(Q)scripts/vm-test.sh --debug
 
 demo: all
 	$(Q)scripts/deps.sh test

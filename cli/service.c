@@ -3,7 +3,7 @@
  * xpsctl service: one command per accelerated server.
  *
  *   xpsctl service redis --port N [--name NAME] [--redis HOST:PORT]
- *   xpsctl service memcached --port N [--udp] [--name NAME]
+ *   xpsctl service memcached --port N [--udp] [--name NAME] [--memcached HOST:PORT]
  *   xpsctl service http --port N [--block METHOD=STATUS]... [--name NAME]
  *   xpsctl service redis-cluster --port N [--bus-port M] [--max-age MS]
  *                                [--name NAME]
@@ -24,6 +24,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <netdb.h>
+#include <poll.h>
 #include <netinet/in.h>
 
 #include <arpa/inet.h>
@@ -176,6 +178,7 @@ struct svc_opts {
 	bool udp;
 	const char *name;
 	const char *redis;
+	const char *memcached;
 	const char *blocks[16];
 	int nblocks;
 };
@@ -200,6 +203,9 @@ static int parse_svc(int argc, char **argv, struct svc_opts *o, bool http)
 		} else if (!http && !strcmp(argv[0], "--redis")) {
 			if (next_arg(&argc, &argv, "--redis", &o->redis))
 				return -1;
+		} else if (!http && !strcmp(argv[0], "--memcached")) {
+			if (next_arg(&argc, &argv, "--memcached", &o->memcached))
+				return -1;
 		} else if (http && !strcmp(argv[0], "--block")) {
 			if (next_arg(&argc, &argv, "--block", &v))
 				return -1;
@@ -218,6 +224,120 @@ static int parse_svc(int argc, char **argv, struct svc_opts *o, bool http)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Where the server listening on TCP @port can be reached from here:
+ * "127.0.0.1:PORT" when it listens on every address, else the address it
+ * is bound to (the first one found in /proc/net/tcp, then tcp6).  -1 when
+ * nothing listens on the port.
+ */
+static int server_addr(__u32 port, char *buf, size_t n)
+{
+	static const char *const files[] = { "/proc/net/tcp", "/proc/net/tcp6" };
+	char line[512], addr[64], txt[INET6_ADDRSTRLEN];
+	unsigned int lport, st, i, w[4];
+	FILE *f;
+
+	for (i = 0; i < 2; i++) {
+		f = fopen(files[i], "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, " %*u: %63[0-9A-Fa-f]:%x %*s %x", addr,
+				   &lport, &st) != 3 ||
+			    lport != port || st != 0x0A /* TCP_LISTEN */)
+				continue;
+			fclose(f);
+			if (!i) {
+				struct in_addr a;
+
+				sscanf(addr, "%8x", &w[0]);
+				a.s_addr = w[0];
+				if (!a.s_addr)
+					snprintf(buf, n, "127.0.0.1:%u", port);
+				else
+					snprintf(buf, n, "%s:%u",
+						 inet_ntoa(a), port);
+				return 0;
+			} else {
+				struct in6_addr a;
+
+				sscanf(addr, "%8x%8x%8x%8x", &w[0], &w[1],
+				       &w[2], &w[3]);
+				memcpy(&a, w, sizeof(a));
+				if (IN6_IS_ADDR_UNSPECIFIED(&a))
+					snprintf(buf, n, "127.0.0.1:%u", port);
+				else
+					snprintf(buf, n, "[%s]:%u",
+						 inet_ntop(AF_INET6, &a, txt,
+							   sizeof(txt)), port);
+				return 0;
+			}
+		}
+		fclose(f);
+	}
+	return -1;
+}
+
+/*
+ * The filler must reach the server where it really listens: find it (or
+ * take @given), and connect once, so that a service that could accelerate
+ * nothing fails here with the reason instead of quietly passing every
+ * request.
+ */
+static int server_reachable(const char *what, const char *option,
+			    const char *given, __u32 port, char *buf, size_t n)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+	char host[256], sport[16];
+	const char *colon;
+	int fd = -1, err, ok = 0;
+	struct pollfd pfd;
+	socklen_t len;
+
+	if (given) {
+		snprintf(buf, n, "%s", given);
+	} else if (server_addr(port, buf, n)) {
+		p_err("nothing listens on TCP port %u: start %s first, or give %s HOST:PORT",
+		      port, what, option);
+		return -1;
+	}
+	colon = strrchr(buf, ':');
+	if (!colon || colon == buf) {
+		p_err("%s: expected HOST:PORT, got '%s'", option, buf);
+		return -1;
+	}
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - buf), buf);
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = '\0';
+	}
+	snprintf(sport, sizeof(sport), "%s", colon + 1);
+	err = getaddrinfo(host, sport, &hints, &res);
+	if (err) {
+		p_err("%s at %s: %s", what, buf, gai_strerror(err));
+		return -1;
+	}
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && (!connect(fd, res->ai_addr, res->ai_addrlen) ||
+			errno == EINPROGRESS)) {
+		pfd.fd = fd;
+		pfd.events = POLLOUT;
+		len = sizeof(err);
+		err = ETIMEDOUT;
+		if (poll(&pfd, 1, 2000) == 1)
+			getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		ok = !err;
+		errno = err;
+	}
+	if (!ok)
+		p_err("cannot reach %s at %s: %s (is it listening there? %s HOST:PORT says where)",
+		      what, buf, strerror(errno), option);
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(res);
+	return ok ? 0 : -1;
 }
 
 static struct xps_context *attach_proto(const char *objname, __u8 proto,
@@ -264,10 +384,9 @@ static int do_redis(int argc, char **argv)
 	if (parse_svc(argc, argv, &o, false))
 		return 1;
 	snprintf(name, sizeof(name), "%s", o.name ? o.name : "redis");
-	snprintf(redis, sizeof(redis), "%s",
-		 o.redis ? o.redis : "127.0.0.1:0");
-	if (!o.redis)
-		snprintf(redis, sizeof(redis), "127.0.0.1:%u", o.port);
+	if (server_reachable("Redis", "--redis", o.redis, o.port, redis,
+			     sizeof(redis)))
+		return 1;
 	if (find_daemon("xps-redisd", daemon, sizeof(daemon)))
 		return 1;
 	ctx = attach_proto("redis", IPPROTO_TCP, o.port, name, NULL);
@@ -449,6 +568,7 @@ static int do_redis_cluster(int argc, char **argv)
 static int do_memcached(int argc, char **argv)
 {
 	char daemon[PATH_MAX], name[XPS_NAME_LEN], uname[XPS_NAME_LEN];
+	char server[300];
 	struct xps_context *ctx, *uctx = NULL;
 	struct svc_opts o;
 	pid_t pid;
@@ -457,6 +577,9 @@ static int do_memcached(int argc, char **argv)
 		return 1;
 	snprintf(name, sizeof(name), "%s", o.name ? o.name : "memcached");
 	snprintf(uname, sizeof(uname), "%.27s-udp", name);
+	if (server_reachable("memcached", "--memcached", o.memcached, o.port,
+			     server, sizeof(server)))
+		return 1;
 	if (find_daemon("xps-memcachedd", daemon, sizeof(daemon)))
 		return 1;
 	ctx = attach_proto("memcached", IPPROTO_TCP, o.port, name, NULL);
@@ -470,7 +593,8 @@ static int do_memcached(int argc, char **argv)
 		}
 	}
 	{
-		char *const args[] = { daemon, "--context", name, NULL };
+		char *const args[] = { daemon, "--context", name, "--server",
+				       server, NULL };
 
 		pid = spawn_daemon(name, args);
 	}
@@ -728,7 +852,7 @@ static int do_help(int argc, char **argv)
 	(void)argv;
 	fprintf(stderr,
 "Usage: xpsctl service redis --port N [--name NAME] [--redis HOST:PORT]\n"
-"       xpsctl service memcached --port N [--udp] [--name NAME]\n"
+"       xpsctl service memcached --port N [--udp] [--name NAME] [--memcached HOST:PORT]\n"
 "       xpsctl service http --port N [--block METHOD=STATUS]... [--name NAME]\n"
 "       xpsctl service redis-cluster --port N [--bus-port M] [--max-age MS]\n"
 "                                    [--name NAME]\n"

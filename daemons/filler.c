@@ -90,7 +90,11 @@ int filler_hostport(const char *arg, const char *option, char *host,
 		fprintf(stderr, "%s: expected HOST:PORT\n", option);
 		return -1;
 	}
-	snprintf(host, hostsz, "%.*s", (int)(colon - arg), arg);
+	/* [v6]:port */
+	if (arg[0] == '[' && colon[-1] == ']')
+		snprintf(host, hostsz, "%.*s", (int)(colon - arg - 2), arg + 1);
+	else
+		snprintf(host, hostsz, "%.*s", (int)(colon - arg), arg);
 	snprintf(port, portsz, "%s", colon + 1);
 	return 0;
 }

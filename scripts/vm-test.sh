@@ -15,6 +15,12 @@ MSG
 	exit 77
 fi
 set -e
-scripts/build-kernel.sh
+# --debug: the KASAN + lockdep + kmemleak kernel (make test-debug); any
+# splat in the guest's log fails the run (scripts/vm-run.sh)
+flavour=() timeout=2400
+if [ "${1:-}" = --debug ]; then
+	flavour=(--debug) timeout=7200
+fi
+scripts/build-kernel.sh "${flavour[@]}"
 make -s -C tests/vm
-exec scripts/vm-run.sh --timeout 2400 -- tests/vm/native-suite.sh
+exec scripts/vm-run.sh "${flavour[@]}" --timeout $timeout -- tests/vm/native-suite.sh

@@ -245,5 +245,56 @@ def test_memcslap():
         xpsctl("service", "stop", "mc", check=False)
         m.close()
 
+
+@test
+def test_server_on_its_own_address():
+    """memcached listening on one address only: the service's filler finds
+    it there (the kernel answers gets), and a service for a port nothing
+    listens on fails with the reason instead of accelerating nothing."""
+    addr, port = "10.88.0.2", PORT + 7
+    r = xpsctl("service", "memcached", "--port", port + 1, "--name", "nobody",
+               check=False)
+    if "nothing listens" not in r.get("error", ""):
+        raise AssertionError("service for a port nothing listens on: %r" % r)
+    eq([c["name"] for c in xpsctl("handler", "list")], [], "contexts left behind")
+    subprocess.run(["ip", "addr", "add", addr + "/32", "dev", "lo"], check=True)
+    proc = subprocess.Popen(["memcached", "-p", str(port), "-U", "0", "-l", addr,
+                             "-u", "nobody", "-m", "16"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def up():
+            try:
+                socket.create_connection((addr, port), timeout=1).close()
+                return True
+            except OSError:
+                return False
+        wait_for(up, what="memcached on %s" % addr)
+        xpsctl("service", "memcached", "--port", port, "--name", "mcaddr")
+        wait_for(lambda: "serving gets" in open("/run/xps/mcaddr.log").read(),
+                 timeout=10, what="xps-memcachedd to serve")
+        log = open("/run/xps/mcaddr.log").read()
+        if "%s:%d" % (addr, port) not in log:
+            raise AssertionError("the filler did not use %s: %s" % (addr, log))
+        c = socket.create_connection((addr, port))
+        c.settimeout(5)
+        c.sendall(b"set k 0 0 5\r\nhello\r\n")
+        eq(c.recv(100), b"STORED\r\n", "set")
+        t = time.time()
+        while stats("mcaddr")["tx"] == 0 and time.time() - t < 5:
+            c.sendall(b"get k\r\n")
+            buf = b""
+            while not buf.endswith(b"END\r\n"):
+                buf += c.recv(100)
+            eq(buf, b"VALUE k 0 5\r\nhello\r\nEND\r\n", "get k")
+            time.sleep(0.05)
+        if stats("mcaddr")["tx"] == 0:
+            raise AssertionError("no get was answered by the kernel")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "mcaddr", check=False)
+        proc.terminate()
+        proc.wait(10)
+        subprocess.run(["ip", "addr", "del", addr + "/32", "dev", "lo"])
+
 if __name__ == "__main__":
     main()
