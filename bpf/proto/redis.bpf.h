@@ -351,10 +351,16 @@ enum xps_redis_class {
 	X("KILL", XPS__ST(XPS_F_GLOBAL))				\
 	X("UNBLOCK", XPS__ST(XPS_F_GLOBAL))
 
-/* CONFIG GET only reads; SET can change auth, eviction, anything. */
+/*
+ * CONFIG GET only reads, RESETSTAT resets counters, REWRITE writes the
+ * running configuration to its file: none changes what a GET answers.
+ * SET can change auth, eviction, anything.
+ */
 #define XPS_REDIS_CONFIG_SUBS(X)					\
 	X("GET", XPS__RO)						\
-	X("HELP", XPS__RO)
+	X("HELP", XPS__RO)						\
+	X("RESETSTAT", XPS__RO)						\
+	X("REWRITE", XPS__RO)
 
 /* The tables as constant data (.rodata), searched by a loop: a chain of
  * ~300 compares becomes a switch tree that spills to the stack. */

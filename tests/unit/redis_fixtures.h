@@ -81,6 +81,8 @@ static const struct fx redis_fx[] = {
 	{ "CLIENT PAUSE is global", S("*3\r\n$6\r\nCLIENT\r\n$5\r\nPAUSE\r\n$3\r\n100\r\n"), XPS_REQ_STATE, XPS_F_STATE | XPS_F_GLOBAL, 0, ANY, -1, -1, { 0 } },
 	{ "CLIENT SETNAME harmless", S("*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$1\r\nx\r\n"), XPS_REQ_HARMLESS, 0, XPS_F_STATE, ANY, -1, -1, { 0 } },
 	{ "CONFIG GET harmless", S("*3\r\n$6\r\nCONFIG\r\n$3\r\nGET\r\n$1\r\n*\r\n"), XPS_REQ_HARMLESS, 0, 0, ANY, -1, -1, { 0 } },
+	{ "CONFIG RESETSTAT harmless", S("*2\r\n$6\r\nCONFIG\r\n$9\r\nRESETSTAT\r\n"), XPS_REQ_HARMLESS, 0, 0, ANY, -1, -1, { 0 } },
+	{ "CONFIG REWRITE harmless", S("*2\r\n$6\r\nCONFIG\r\n$7\r\nREWRITE\r\n"), XPS_REQ_HARMLESS, 0, 0, ANY, -1, -1, { 0 } },
 	{ "CONFIG SET global", S("*4\r\n$6\r\nCONFIG\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\nb\r\n"), XPS_REQ_STATE, XPS_F_GLOBAL | XPS_F_ALL, 0, ANY, -1, -1, { 0 } },
 	{ "RESET", S("*1\r\n$5\r\nRESET\r\n"), XPS_REQ_STATE, XPS_F_STATE, 0, ANY, -1, -1, { 0 } },
 	{ "SUBSCRIBE", S("*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\nc\r\n"), XPS_REQ_STATE, XPS_F_STATE, 0, ANY, -1, -1, { 0 } },
