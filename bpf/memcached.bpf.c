@@ -70,6 +70,65 @@ static __always_inline int set_key(struct walk *w, const struct xps_span *sp)
 	return xps_load(w->skb, off, k->k, len);
 }
 
+/* memcached's largest relative exptime; larger ones are unix times */
+#define MC_REALTIME_MAXDELTA	(60ULL * 60 * 24 * 30)
+/*
+ * memcached kills items once its one-second clock reaches the deadline
+ * minus one second (oldest_live), and that clock lags real time by up to
+ * a second: the moment is only known to within [deadline - 2 s, deadline].
+ * Nothing is served in that window (one more second on either side), and
+ * the cache is invalidated at its end.
+ */
+#define MC_FLUSH_EARLY_NS	(3 * 1000000000ULL)
+#define MC_FLUSH_LATE_NS	(1 * 1000000000ULL)
+
+/*
+ * flush_all <delay>: widen the window in which nothing is served (see
+ * struct mc_state).  Two runs on other CPUs may race here; min and max
+ * make either order safe.
+ */
+static __always_inline void flush_later(struct mc_state *st, __u32 delay)
+{
+	__u64 now = bpf_ktime_get_ns(), at = now;
+	__s64 off = st->realtime_minus_mono_ns, unix_ns;
+
+	if (delay > MC_REALTIME_MAXDELTA) {
+		unix_ns = (__s64)delay * 1000000000LL - off;
+		/* without the filler's clock offset: at once */
+		if (off && unix_ns > (__s64)now)
+			at = unix_ns;
+	} else {
+		at = now + delay * 1000000000ULL;
+	}
+	if (!st->flush_min_ns || at - MC_FLUSH_EARLY_NS < st->flush_min_ns)
+		st->flush_min_ns = at > now + MC_FLUSH_EARLY_NS ?
+				   at - MC_FLUSH_EARLY_NS : now;
+	if (at + MC_FLUSH_LATE_NS > st->flush_max_ns)
+		st->flush_max_ns = at + MC_FLUSH_LATE_NS;
+}
+
+/*
+ * Whether a delayed flush_all forbids serving now.  The run that finds
+ * the window over invalidates the cache (cgen): values filled before
+ * carry the old cgen and are never served.
+ */
+static __always_inline int flush_due(struct mc_state *st)
+{
+	__u64 min = st->flush_min_ns, now;
+
+	if (!min)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (now < min)
+		return 0;
+	if (now >= st->flush_max_ns &&
+	    __sync_val_compare_and_swap(&st->flush_min_ns, min, 0) == min) {
+		st->flush_max_ns = 0;
+		__sync_fetch_and_add(&st->cgen, 1);
+	}
+	return 1;
+}
+
 static __always_inline void invalidate(struct walk *w)
 {
 	struct xps_kv_req *req = &w->sc->req;
@@ -81,6 +140,8 @@ static __always_inline void invalidate(struct walk *w)
 	xps_note_write(w->skb);
 	if (req->flags & XPS_F_ALL) {
 		__sync_fetch_and_add(&w->st->cgen, 1);
+		if (req->flags & XPS_F_DEFERRED)	/* flush_all <delay> */
+			flush_later(w->st, req->num);
 	} else {
 		for (i = 0; i < XPS_MAX_KEYS; i++) {
 			if (i >= req->nkeys)
@@ -271,7 +332,8 @@ int xps_memcached(struct __sk_buff *skb)
 	 * segments); UDP is one datagram, one request.
 	 */
 	if ((w.cs && (w.cs->flags & MC_CONN_NO_SERVE)) ||
-	    (w.st->flags & MC_NO_SERVE) || !xps_may_consume(skb))
+	    (w.st->flags & MC_NO_SERVE) || !xps_may_consume(skb) ||
+	    flush_due(w.st))
 		w.serve = 0;
 
 	n = w.seg_len < XPS_SCRATCH ? w.seg_len : XPS_SCRATCH;

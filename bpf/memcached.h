@@ -37,6 +37,17 @@ struct mc_state {
 	__u32 cgen;			/* bumped by flush_all and unparsed bytes */
 	__u32 flags;
 	__u64 last_udp_write_ns;	/* bpf_ktime_get_ns() of the last UDP write */
+	/*
+	 * flush_all <delay>: every item stored before the deadline dies
+	 * then.  Nothing is served from flush_min_ns to flush_max_ns
+	 * (bpf_ktime_get_ns(); 0: no flush pending), which covers every
+	 * pending deadline; the cache is invalidated at the end.
+	 */
+	__u64 flush_min_ns;
+	__u64 flush_max_ns;
+	/* CLOCK_REALTIME - CLOCK_MONOTONIC, kept by the filler (unix-time
+	 * delays); 0 until it has run */
+	__s64 realtime_minus_mono_ns;
 };
 
 enum mc_conn_flags {
@@ -45,6 +56,6 @@ enum mc_conn_flags {
 
 _Static_assert(sizeof(struct mc_key) == 256, "mc_key layout");
 _Static_assert(sizeof(struct mc_value) == 1056, "mc_value layout");
-_Static_assert(sizeof(struct mc_state) == 16, "mc_state layout");
+_Static_assert(sizeof(struct mc_state) == 40, "mc_state layout");
 
 #endif

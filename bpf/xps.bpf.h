@@ -177,7 +177,9 @@ struct {
  * XPS_MISS_QUEUE(): keys the handler looked up and did not find, for a
  * filler (daemons/) to fetch from the service; the oldest are dropped when
  * it is full.  XPS_STATE_MAP(): one value of handler-wide state shared
- * with the control plane.  Both belong to the context like the data map.
+ * with the control plane, mapped by the filler, which changes it only with
+ * atomic operations (the handler updates it at the same time).  Both
+ * belong to the context like the data map.
  */
 #define XPS_MISS_QUEUE(key_type, entries)				\
 	struct {							\
@@ -230,6 +232,7 @@ struct {
 		__uint(max_entries, 1);					\
 		__type(key, __u32);					\
 		__type(value, value_type);				\
+		__uint(map_flags, BPF_F_MMAPABLE);			\
 	} xps_state SEC(".maps")
 
 static __always_inline struct xps_run *xps__run(void)

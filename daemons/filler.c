@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
@@ -134,7 +135,27 @@ int filler_open(struct filler *f, const char *ctxname)
 		filler_close(f);
 		return -1;
 	}
+	f->state = mmap(NULL, sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
+			MAP_SHARED, f->state_fd, 0);
+	if (f->state == MAP_FAILED) {
+		flog("cannot map the state of '%s': %s (a handler built "
+		     "before its state map was mappable?)", ctxname,
+		     strerror(errno));
+		f->state = NULL;
+		filler_close(f);
+		return -1;
+	}
 	return 0;
+}
+
+void filler_flags(struct filler *f, __u32 set, __u32 clear)
+{
+	__u32 *flags = (__u32 *)f->state + 1;
+
+	if (set)
+		__atomic_fetch_or(flags, set, __ATOMIC_SEQ_CST);
+	if (clear)
+		__atomic_fetch_and(flags, ~clear, __ATOMIC_SEQ_CST);
 }
 
 void filler_close(struct filler *f)
@@ -143,6 +164,9 @@ void filler_close(struct filler *f)
 		       &f->config_fd, &f->conns_fd, &f->versions_fd };
 	size_t i;
 
+	if (f->state)
+		munmap(f->state, sysconf(_SC_PAGESIZE));
+	f->state = NULL;
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] >= 0)
 			close(*fds[i]);

@@ -17,7 +17,17 @@ struct filler {
 	__u16 port;		/* the context's port */
 	__u64 fills, rejected, skipped;
 	unsigned int idle_us;	/* the next filler_idle() wait, 0: shortest */
+	/*
+	 * The context's state map value, mapped.  Every handler's state
+	 * begins with __u32 cgen, __u32 flags; the handler updates it
+	 * concurrently, so the filler uses atomic operations only (a
+	 * lookup-modify-update of the whole value would undo them).
+	 */
+	void *state;
 };
+
+/* Set, then clear, bits of the handler state's flags word. */
+void filler_flags(struct filler *f, __u32 set, __u32 clear);
 
 void flog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int filler_open(struct filler *f, const char *ctxname);

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -182,6 +183,18 @@ static void usage(FILE *f)
 "SIGTERM/SIGINT.\n");
 }
 
+_Static_assert(offsetof(struct mc_state, flags) == 4,
+	       "filler_flags() needs the flags second");
+
+static __s64 realtime_minus_mono(void)
+{
+	struct timespec r, m;
+
+	clock_gettime(CLOCK_REALTIME, &r);
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	return (r.tv_sec - m.tv_sec) * 1000000000LL + (r.tv_nsec - m.tv_nsec);
+}
+
 static __u64 mono_ns(void)
 {
 	struct timespec ts;
@@ -258,6 +271,9 @@ int main(int argc, char **argv)
 			why[0] = '\0';
 			if (bpf_map_lookup_elem(f.state_fd, &zero, &st))
 				break;
+			/* for flush_all with a unix time (see struct mc_state) */
+			__atomic_store_n(&((struct mc_state *)f.state)->realtime_minus_mono_ns,
+					 realtime_minus_mono(), __ATOMIC_RELAXED);
 			if (unseen < 0)
 				snprintf(why, sizeof(why), "cannot list connections");
 			else if (unseen)
@@ -268,11 +284,8 @@ int main(int argc, char **argv)
 				 now - st.last_udp_write_ns < UDP_QUIET_NS)
 				snprintf(why, sizeof(why),
 					 "a write arrived over UDP less than a second ago");
-			if (why[0])
-				st.flags |= MC_NO_SERVE;
-			else
-				st.flags &= ~MC_NO_SERVE;
-			bpf_map_update_elem(f.state_fd, &zero, &st, BPF_ANY);
+			filler_flags(&f, why[0] ? MC_NO_SERVE : 0,
+				     why[0] ? 0 : MC_NO_SERVE);
 			if (strcmp(why, last)) {
 				if (why[0])
 					logmsg("not serving: %s", why);
@@ -301,10 +314,7 @@ int main(int argc, char **argv)
 	ret = 0;
 out:
 	/* without its filler the cache must not be trusted */
-	if (!bpf_map_lookup_elem(f.state_fd, &zero, &st)) {
-		st.flags |= MC_NO_SERVE;
-		bpf_map_update_elem(f.state_fd, &zero, &st, BPF_ANY);
-	}
+	filler_flags(&f, MC_NO_SERVE, 0);
 	logmsg("exiting: fills %llu, rejected %llu, not cacheable %llu",
 	       (unsigned long long)f.fills, (unsigned long long)f.rejected,
 	       (unsigned long long)f.skipped);

@@ -22,6 +22,7 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,18 +55,13 @@ struct ctx {
 	char why[400];		/* why the handler may not serve, or "" */
 };
 
+_Static_assert(offsetof(struct redis_state, flags) == 4,
+	       "filler_flags() needs the flags second");
+
 static int set_no_serve(struct ctx *x, bool on)
 {
-	struct redis_state st;
-	__u32 zero = 0;
-
-	if (bpf_map_lookup_elem(x->f.state_fd, &zero, &st))
-		return -1;
-	if (on)
-		st.flags |= REDIS_NO_SERVE;
-	else
-		st.flags &= ~REDIS_NO_SERVE;
-	return bpf_map_update_elem(x->f.state_fd, &zero, &st, BPF_ANY);
+	filler_flags(&x->f, on ? REDIS_NO_SERVE : 0, on ? 0 : REDIS_NO_SERVE);
+	return 0;
 }
 
 /*

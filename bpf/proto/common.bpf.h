@@ -180,6 +180,10 @@ struct xps_kv_req {
 	__u16 nkeys;		/* valid entries of keys[] */
 	struct xps_span name;	/* command name */
 	struct xps_span keys[XPS_MAX_KEYS];
+	/* memcached flush_all <delay> (XPS_F_DEFERRED): the delay, seconds
+	 * or, above 30 days, a unix time; 0 when it is not a number */
+	__u32 num;
+	__u32 pad;
 	/* Not a result: the parsers' work area (argument spans, tokens),
 	 * here rather than on the 512-byte BPF stack that the handler's own
 	 * frames share with the parser's.  Undefined after a parse. */

@@ -558,8 +558,12 @@ XPS_GLOBAL int xps_mc__classify(const struct xps_buf *buf, __u32 len,
 		req->flags |= XPS_F_ALL;
 		/* flush_all <delay>: items die later, not now. */
 		if (ntok >= 2 && !xps_mc__tok_is(buf, t, 1, ntok, 1) &&
-		    !xps_mc__tok_is(buf, t, 1, ntok, 0))
+		    !xps_mc__tok_is(buf, t, 1, ntok, 0)) {
 			req->flags |= XPS_F_DEFERRED;
+			if (xps_mc__num_tok(buf, t->s[1], t->e[1], 0,
+					    0xffffffffULL, &num) == XPS__MCN_OK)
+				req->num = (__u32)num;
+		}
 		if (xps_mc__tok_is(buf, t, ntok - 1, ntok, 1))
 			req->flags |= XPS_F_NOREPLY;
 		break;

@@ -246,6 +246,67 @@ def test_memcslap():
         m.close()
 
 
+
+@test
+def test_delayed_flush_and_expiry():
+    """flush_all with a delay (seconds, or a unix time), flush_all noreply
+    and 0, and items whose exptime passes: after the moment memcached
+    stops returning an item, the kernel never returns it either."""
+    m = Memcached()
+    try:
+        start(m)
+        c = Client()
+        plain = Client()
+
+        def same(key):
+            # memcached's own view: a meta get, which XPS never answers.
+            # Once memcached says the item is gone (asked first), a get must
+            # not return it either; while memcached has it, the item may
+            # die between the two requests.
+            plain.s.sendall(b"mg %s v\r\n" % key)
+            buf = b""
+            while b"\r\n" not in buf or (buf.startswith(b"VA ") and
+                    len(buf) < buf.index(b"\r\n") + 2 + int(buf[3:].split()[0]) + 2):
+                buf += plain.s.recv(4096)
+            gone = buf == b"EN\r\n"
+            got = c.get(key)
+            if gone:
+                eq(got, b"END\r\n", "get %s after memcached dropped it" % key.decode())
+            return got
+
+        for how, cmd in (("relative", b"flush_all 3\r\n"),
+                         ("unix time", b"flush_all %d\r\n" % (int(time.time()) + 3))):
+            eq(c.set(b"fk", b"value"), b"STORED\r\n", "set")
+            warm(c, b"fk", b"value")
+            eq(c.call(cmd), b"OK\r\n", "flush_all, " + how)
+            t0 = time.time()
+            # until well past the deadline, both must agree at every step
+            while time.time() - t0 < 5:
+                same(b"fk")
+                time.sleep(0.1)
+            eq(c.get(b"fk"), b"END\r\n", "after the %s flush_all deadline" % how)
+
+        for cmd in (b"flush_all noreply\r\n", b"flush_all 0\r\n"):
+            eq(c.set(b"fk", b"value"), b"STORED\r\n", "set")
+            warm(c, b"fk", b"value")
+            c.s.sendall(cmd)
+            if b"noreply" not in cmd:
+                eq(c._until((b"\r\n",)), b"OK\r\n", "flush_all 0")
+            eq(same(b"fk"), b"END\r\n", "right after %r" % cmd)
+
+        # an item with an exptime: memcached stops returning it, so must XPS
+        eq(c.call(b"set ek 0 2 5\r\nhello\r\n"), b"STORED\r\n", "set with exptime")
+        t0 = time.time()
+        while time.time() - t0 < 4:
+            same(b"ek")
+            time.sleep(0.1)
+        eq(c.get(b"ek"), b"END\r\n", "expired item")
+        c.close()
+        plain.close()
+    finally:
+        xpsctl("service", "stop", "mc", check=False)
+        m.close()
+
 @test
 def test_server_on_its_own_address():
     """memcached listening on one address only: the service's filler finds
