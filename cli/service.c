@@ -357,15 +357,52 @@ static struct xps_context *attach_proto(const char *objname, __u8 proto,
 	return ctx;
 }
 
+/*
+ * The service's state as its daemon reports it (RUN_DIR/NAME.state:
+ * running, degraded or restarting, and why), "dead" when the daemon is
+ * gone, "running" for services without a daemon.
+ */
+static void service_state(const char *name, const char *kind, pid_t pid,
+			  char *buf, size_t n)
+{
+	char path[PATH_MAX], line[400] = "";
+	FILE *f;
+
+	if (!strcmp(kind, "http")) {
+		snprintf(buf, n, "running");
+		return;
+	}
+	run_path(path, sizeof(path), name, "state");
+	f = fopen(path, "r");
+	if (f) {
+		if (!fgets(line, sizeof(line), f))
+			line[0] = '\0';
+		fclose(f);
+		line[strcspn(line, "\n")] = '\0';
+	}
+	if (pid <= 0)
+		snprintf(buf, n, "dead: the daemon is not running%s%s",
+			 line[0] ? "; it last said: " : "", line);
+	else
+		snprintf(buf, n, "%s", line[0] ? line : "starting");
+}
+
 static void print_service(const char *name, const char *kind, __u32 port,
 			  pid_t pid)
 {
-	char log[PATH_MAX];
+	char log[PATH_MAX], state[512], base[XPS_NAME_LEN];
+	size_t len = strlen(name);
 
+	/* memcached's UDP companion shares the TCP context's daemon */
+	snprintf(base, sizeof(base), "%s", name);
+	if (!strcmp(kind, "memcached-udp") && len > 4)
+		base[len - 4] = '\0';
+	service_state(base, kind, pid, state, sizeof(state));
 	out_begin_object(NULL);
 	out_str("name", name);
 	out_str("service", kind);
 	out_u64("port", port);
+	out_str("state", state);
 	out_u64("daemon_pid", pid > 0 ? pid : 0);
 	if (pid > 0) {
 		run_path(log, sizeof(log), name, "log");
@@ -826,6 +863,18 @@ static int list_one(const struct xps_ctx_info *info, __u32 slot, void *data)
 	if (strcmp(kind, "redis") && strcmp(kind, "http_filter") &&
 	    strcmp(kind, "memcached"))
 		return 0;
+	if (!strcmp(kind, "memcached") && info->pred.proto == IPPROTO_UDP) {
+		/* NAME-udp: the companion of NAME, served by its daemon */
+		char base[XPS_NAME_LEN];
+		size_t n = strlen(info->name);
+
+		snprintf(base, sizeof(base), "%s", info->name);
+		if (n > 4 && !strcmp(base + n - 4, "-udp"))
+			base[n - 4] = '\0';
+		print_service(info->name, "memcached-udp", info->pred.lport,
+			      read_pid(base));
+		return 0;
+	}
 	print_service(info->name, !strcmp(kind, "http_filter") ? "http" : kind,
 		      info->pred.lport, read_pid(info->name));
 	return 0;

@@ -148,6 +148,51 @@ int filler_open(struct filler *f, const char *ctxname)
 	return 0;
 }
 
+void filler_invalidate_all(struct filler *f)
+{
+	/* every handler state begins with the cache generation */
+	__atomic_fetch_add((__u32 *)f->state, 1, __ATOMIC_SEQ_CST);
+}
+
+void filler_status(struct filler *f, const char *state, const char *why)
+{
+	char path[256], tmp[272];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/run/xps/%s.state", f->name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fp = fopen(tmp, "w");
+	if (!fp)
+		return;
+	if (why && why[0])
+		fprintf(fp, "%s: %s\n", state, why);
+	else
+		fprintf(fp, "%s\n", state);
+	if (fclose(fp) || rename(tmp, path))
+		unlink(tmp);
+}
+
+void filler_backoff(struct filler *f, volatile sig_atomic_t *stop)
+{
+	struct timespec ts;
+	unsigned int i;
+
+	f->backoff_ms = f->backoff_ms ? f->backoff_ms * 2 : 100;
+	if (f->backoff_ms > 5000)
+		f->backoff_ms = 5000;
+	/* in 100 ms steps, so that a signal is answered quickly */
+	for (i = 0; i < f->backoff_ms / 100 && !*stop; i++) {
+		ts.tv_sec = 0;
+		ts.tv_nsec = 100 * 1000 * 1000;
+		nanosleep(&ts, NULL);
+	}
+}
+
+void filler_backoff_reset(struct filler *f)
+{
+	f->backoff_ms = 0;
+}
+
 void filler_flags(struct filler *f, __u32 set, __u32 clear)
 {
 	__u32 *flags = (__u32 *)f->state + 1;

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <linux/types.h>
 
 struct filler {
@@ -24,10 +25,25 @@ struct filler {
 	 * lookup-modify-update of the whole value would undo them).
 	 */
 	void *state;
+	unsigned int backoff_ms;	/* filler_backoff() */
 };
 
 /* Set, then clear, bits of the handler state's flags word. */
 void filler_flags(struct filler *f, __u32 set, __u32 clear);
+/* Nothing cached so far may be served (the server restarted, say). */
+void filler_invalidate_all(struct filler *f);
+/*
+ * What `xpsctl service list` shows for the service: "running", or
+ * "degraded" / "restarting" and why, in /run/xps/NAME.state.
+ */
+void filler_status(struct filler *f, const char *state, const char *why);
+/*
+ * Wait before the next attempt to reach the server: 100 ms, doubling up
+ * to 5 s; filler_backoff_reset() after a success.  Returns at once when
+ * *@stop is set.
+ */
+void filler_backoff(struct filler *f, volatile sig_atomic_t *stop);
+void filler_backoff_reset(struct filler *f);
 
 void flog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int filler_open(struct filler *f, const char *ctxname);

@@ -174,6 +174,40 @@ static int fill_one(struct filler *f, struct mc *c, const struct mc_key *k)
 	return filler_commit(f, k, &val);
 }
 
+/* Is memcached still there, on the same connection?  0 or -1. */
+static int mc_ping(struct mc *c)
+{
+	char line[64];
+
+	if (dprintf(c->fd, "mn\r\n") < 0 || read_line(c, line, sizeof(line)))
+		return -1;
+	return strcmp(line, "MN") ? -1 : 0;
+}
+
+/*
+ * (Re)connect to memcached, backing off, with the handler kept out until
+ * the next check clears it; what was cached before is invalidated (the
+ * server may have restarted).  0, or -1 when stopped.
+ */
+static int connect_mc(struct filler *f, struct mc *c, const char *host,
+		      const char *port, const char *why)
+{
+	filler_flags(f, MC_NO_SERVE, 0);
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	while (!stop) {
+		filler_status(f, "restarting", why);
+		if (!mc_connect(c, host, port)) {
+			filler_invalidate_all(f);
+			filler_backoff_reset(f);
+			return 0;
+		}
+		filler_backoff(f, &stop);
+	}
+	return -1;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -251,13 +285,12 @@ int main(int argc, char **argv)
 		return 1;
 	if (!port[0])
 		snprintf(port, sizeof(port), "%u", f.port);
-	if (mc_connect(&c, host, port)) {
-		filler_close(&f);
-		return 1;
-	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
+	c.fd = -1;
+	if (connect_mc(&f, &c, host, port, "connecting to memcached"))
+		goto out;
 	logmsg("serving context '%s' for memcached at %s:%s", name, host, port);
 
 	while (!stop) {
@@ -269,6 +302,15 @@ int main(int argc, char **argv)
 
 			last_check = now;
 			why[0] = '\0';
+			/* a restarted memcached has lost what the cache holds */
+			if (mc_ping(&c)) {
+				logmsg("memcached does not answer: reconnecting");
+				if (connect_mc(&f, &c, host, port,
+					       "memcached does not answer"))
+					goto out;
+				snprintf(last, sizeof(last), "-");
+				continue;
+			}
 			if (bpf_map_lookup_elem(f.state_fd, &zero, &st))
 				break;
 			/* for flush_all with a unix time (see struct mc_state) */
@@ -286,6 +328,7 @@ int main(int argc, char **argv)
 					 "a write arrived over UDP less than a second ago");
 			filler_flags(&f, why[0] ? MC_NO_SERVE : 0,
 				     why[0] ? 0 : MC_NO_SERVE);
+			filler_status(&f, why[0] ? "degraded" : "running", why);
 			if (strcmp(why, last)) {
 				if (why[0])
 					logmsg("not serving: %s", why);
@@ -303,8 +346,12 @@ int main(int argc, char **argv)
 			continue;
 		r = fill_one(&f, &c, &k);
 		if (r < 0) {
-			logmsg("lost the connection to memcached");
-			goto out;
+			logmsg("lost the connection to memcached: reconnecting");
+			if (connect_mc(&f, &c, host, port,
+				       "lost the connection to memcached"))
+				goto out;
+			snprintf(last, sizeof(last), "-");
+			continue;
 		}
 		if (r > 0) {
 			bpf_map_update_elem(f.misses_fd, NULL, &k, BPF_EXIST);
@@ -315,10 +362,12 @@ int main(int argc, char **argv)
 out:
 	/* without its filler the cache must not be trusted */
 	filler_flags(&f, MC_NO_SERVE, 0);
+	filler_status(&f, "stopped", NULL);
 	logmsg("exiting: fills %llu, rejected %llu, not cacheable %llu",
 	       (unsigned long long)f.fills, (unsigned long long)f.rejected,
 	       (unsigned long long)f.skipped);
-	close(c.fd);
+	if (c.fd >= 0)
+		close(c.fd);
 	filler_close(&f);
 	return ret;
 }

@@ -132,6 +132,31 @@ static int check_server(struct ctx *x)
 	return 0;
 }
 
+/*
+ * (Re)connect to Redis, backing off, with the handler kept out until the
+ * next check clears it.  Whatever the filler cached before may be stale
+ * (Redis may have restarted with other data, or written while it could
+ * not be checked): all of it is invalidated.  0, or -1 when stopped.
+ */
+static int connect_redis(struct ctx *x, const char *host, const char *port,
+			 const char *why)
+{
+	set_no_serve(x, true);
+	if (x->redis.fd >= 0)
+		close(x->redis.fd);
+	x->redis.fd = -1;
+	while (!stop) {
+		filler_status(&x->f, "restarting", why);
+		if (!resp_connect(&x->redis, host, port)) {
+			filler_invalidate_all(&x->f);
+			filler_backoff_reset(&x->f);
+			return 0;
+		}
+		filler_backoff(&x->f, &stop);
+	}
+	return -1;
+}
+
 /* ---- fills ------------------------------------------------------------ */
 
 /*
@@ -239,11 +264,12 @@ int main(int argc, char **argv)
 		return 1;
 	if (!port[0])
 		snprintf(port, sizeof(port), "%u", x.f.port);
-	if (resp_connect(&x.redis, host, port))
-		return 1;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
+	x.redis.fd = -1;
+	if (connect_redis(&x, host, port, "connecting to Redis"))
+		goto out;
 	logmsg("serving context '%s' for Redis at %s:%s", name, host, port);
 
 	while (!stop) {
@@ -252,11 +278,17 @@ int main(int argc, char **argv)
 			/* once a second: may the handler serve? */
 			last_check = now;
 			if (check_server(&x)) {
-				logmsg("lost the connection to Redis");
-				set_no_serve(&x, true);
-				goto out;
+				/* closed, or an error reply (BUSY, LOADING) */
+				logmsg("Redis failed a check: reconnecting");
+				if (connect_redis(&x, host, port,
+						  "Redis failed a check (restarted, busy or loading?)"))
+					goto out;
+				snprintf(last_why, sizeof(last_why), "-");
+				continue;
 			}
 			set_no_serve(&x, x.why[0] != '\0');
+			filler_status(&x.f, x.why[0] ? "degraded" : "running",
+				      x.why);
 			if (strcmp(x.why, last_why)) {
 				if (x.why[0])
 					logmsg("not serving: %s", x.why);
@@ -279,9 +311,12 @@ int main(int argc, char **argv)
 			continue;
 		r = fill_one(&x, &k);
 		if (r < 0) {
-			logmsg("lost the connection to Redis");
-			set_no_serve(&x, true);
-			goto out;
+			logmsg("lost the connection to Redis: reconnecting");
+			if (connect_redis(&x, host, port,
+					  "lost the connection to Redis"))
+				goto out;
+			snprintf(last_why, sizeof(last_why), "-");
+			continue;
 		}
 		if (r > 0) {
 			/* a write is unanswered: try again shortly */
@@ -291,10 +326,14 @@ int main(int argc, char **argv)
 	}
 	ret = 0;
 out:
+	/* without its filler the cache must not be trusted */
+	set_no_serve(&x, true);
+	filler_status(&x.f, "stopped", NULL);
 	logmsg("exiting: fills %llu, rejected %llu, not cacheable %llu",
 	       (unsigned long long)x.f.fills, (unsigned long long)x.f.rejected,
 	       (unsigned long long)x.f.skipped);
-	close(x.redis.fd);
+	if (x.redis.fd >= 0)
+		close(x.redis.fd);
 	filler_close(&x.f);
 	return ret;
 }

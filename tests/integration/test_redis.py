@@ -363,6 +363,62 @@ def test_real_clients():
         r.close()
 
 
+
+def service_state(name):
+    for svc in xpsctl("service", "list"):
+        if svc["name"] == name:
+            return svc["state"]
+    raise AssertionError("no service " + name)
+
+
+@test
+def test_filler_survives_busy_script_and_restart():
+    """A script past lua-time-limit (Redis answers BUSY) then SCRIPT KILL,
+    and Redis restarted with other data: the filler stays, `service list`
+    says what it is doing, the kernel never serves the old data, and it
+    answers again once the filler can vouch for the cache."""
+    r = Redis()
+    try:
+        start_service(r)
+        r.cli("SET", "sk", "old-value")
+        c = Client()
+        warm(c, "sk", b"old-value")
+        eq(service_state("redis"), "running", "state")
+        script = subprocess.Popen(
+            ["redis-cli", "-p", str(r.port), "EVAL",
+             "local t = redis.call('TIME') while true do local n = redis.call('TIME') "
+             "if n[1] - t[1] > 20 then break end end return 1", "0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: "BUSY" in subprocess.run(
+                ["redis-cli", "-p", str(r.port), "PING"], capture_output=True,
+                text=True).stdout, timeout=15, what="Redis to answer BUSY")
+            wait_for(lambda: service_state("redis") != "running", timeout=5,
+                     what="the service to leave the running state")
+            eq(r.cli("SCRIPT", "KILL"), "OK", "SCRIPT KILL")
+        finally:
+            script.wait(10)
+        wait_for(lambda: service_state("redis") == "running", timeout=15,
+                 what="the filler to serve again after SCRIPT KILL")
+        warm(c, "sk", b"old-value")
+        c.close()
+        # restarted with other data: the old value must never come back
+        r.close()
+        r = Redis()
+        r.cli("SET", "sk", "new-value")
+        c = Client()
+        t = time.time()
+        while time.time() - t < 3:
+            eq(c.call("GET", "sk"), b"$9\r\nnew-value\r\n", "GET after the restart")
+            time.sleep(0.05)
+        wait_for(lambda: service_state("redis") == "running", timeout=15,
+                 what="the filler to reconnect")
+        warm(c, "sk", b"new-value")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
 @test
 def test_service_list_and_stop():
     r = Redis()
