@@ -23,6 +23,8 @@ step "integration: foundation, native backend"
 python3 tests/integration/test_foundation.py || fail=1
 step "integration: faults, native backend"
 python3 tests/integration/test_faults.py || fail=1
+step "integration: the README's example, native backend"
+python3 tests/integration/test_readme.py || fail=1
 step "integration: reply ordering, native backend"
 python3 tests/integration/test_ordering.py || fail=1
 for svc in redis memcached http cluster; do
