@@ -25,6 +25,8 @@ step "integration: faults, native backend"
 python3 tests/integration/test_faults.py || fail=1
 step "integration: the README's example, native backend"
 python3 tests/integration/test_readme.py || fail=1
+step "integration: differential soak, native backend (short: the VM is emulated)"
+SOAK_SECONDS=10 SOAK_CLIENTS=8 python3 tests/integration/test_soak.py || fail=1
 step "integration: reply ordering, native backend"
 python3 tests/integration/test_ordering.py || fail=1
 for svc in redis memcached http cluster; do
