@@ -36,7 +36,7 @@ import threading
 import time
 
 import xpstest
-from xpstest import OUT, attach, eq, main, stats, test, wait_for, xpsctl
+from xpstest import resp, OUT, attach, eq, main, stats, test, wait_for, xpsctl
 
 PLAIN = os.environ.get("XPS_ORDERING_PLAIN") == "1"
 
@@ -288,14 +288,6 @@ def pattern(n):
 # ---- Redis --------------------------------------------------------------
 
 REDIS_SVC = "ord-redis"
-
-
-def resp(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
 
 
 def bulk(v):

@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 
-from xpstest import (XpsError, eq, redis_cli, main, recv_exact, stats, test, wait_for,
+from xpstest import (resp, XpsError, eq, redis_cli, main, recv_exact, stats, test, wait_for,
                      xpsctl)
 
 PORT = 17400
@@ -51,14 +51,6 @@ class Redis:
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(10)
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def resp(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
 
 
 def read_reply(c, buf=b""):

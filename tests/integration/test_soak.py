@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 
-from xpstest import main, stats, test, wait_for, xpsctl
+from xpstest import resp, main, stats, test, wait_for, xpsctl
 
 PLAIN, ACCEL = 26500, 26501
 SECONDS = float(os.environ.get("SOAK_SECONDS", "20"))
@@ -37,14 +37,6 @@ def redis(port):
             return False
     wait_for(up, what="redis-server on %d" % port)
     return p
-
-
-def resp(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
 
 
 def commands(rng, tid, reader):

@@ -186,6 +186,15 @@ def recv_exact(c, n):
     return buf
 
 
+def resp(*args):
+    """A RESP array of bulk strings: a Redis request as clients send it."""
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
 def redis_cli(port, *args):
     """One redis-cli command against 127.0.0.1:@port, its output stripped."""
     p = subprocess.run(["redis-cli", "-p", str(port)] + [str(a) for a in args],

@@ -6,7 +6,7 @@
  * parsers cannot frame must stop the count (XPS_RB_ERR) before anything is
  * reported wrongly.
  */
-#include "reply.bpf.h"
+#include "reply_drive.h"
 #include "harness.h"
 
 struct rcase {
@@ -18,45 +18,11 @@ struct rcase {
 	int err;		/* the stream cannot be framed */
 };
 
-/*
- * Feed @len bytes, split into segments of @seg bytes (0: all at once), and
- * record where each reply ended.  Returns the number of replies, -1 when
- * the parser gave up.
- */
 static int feed(const struct rcase *c, size_t len, size_t seg, size_t *ends,
 		int max_ends)
 {
-	struct xps_reply r = { .proto = (__u8)c->proto };
-	const __u8 *b = (const __u8 *)c->bytes;
-	size_t i = 0, seg_end;
-	int n = 0, res;
-
-	while (i < len) {
-		seg_end = seg ? i + seg - (i % seg) : len;
-		if (seg_end > len)
-			seg_end = len;
-		while (i < seg_end) {
-			if (r.skip) {
-				size_t k = r.skip < seg_end - i ? r.skip : seg_end - i;
-
-				r.skip -= k;
-				i += k;
-				if (r.skip)
-					continue;
-				res = xps_reply_skipped(&r);
-			} else {
-				res = xps_reply_byte(&r, b[i++], c->nobody);
-			}
-			if (res == XPS_RB_ERR)
-				return -1;
-			if (res == XPS_RB_DONE) {
-				if (n < max_ends)
-					ends[n] = i;
-				n++;
-			}
-		}
-	}
-	return n;
+	return reply_feed((const unsigned char *)c->bytes, len, seg, c->proto,
+			  c->nobody, ends, max_ends, NULL);
 }
 
 /* The replies of @c end exactly where the stream split at each of them. */
