@@ -4,6 +4,7 @@
 # make test       every test suite (installs what it needs)
 # make demo       the main job: a service accelerated by XPS, with statistics
 # make test-debug the VM suite on the KASAN + lockdep + kmemleak kernel
+# make fuzz       the fuzzers, FUZZ_SECONDS (60) each
 # make vm-run CMD="..."   run a command on the patched kernel in QEMU
 # make bench      benchmarks (QUICK=1 for a smoke run)
 # V=1             show the commands
@@ -56,7 +57,7 @@ PCFILE := $(OUTPUT)/libxps.pc
 DEPS_STAMP := $(OUTPUT)/.deps-build
 
 .DELETE_ON_ERROR:
-.PHONY: all clean tests test test-unit test-integration test-vm test-debug demo vm-run bench deps install
+.PHONY: all clean tests test test-unit test-integration test-vm test-debug fuzz demo vm-run bench deps install
 
 all: $(BPF_OBJS) $(LIBXPS_A) $(LIBXPS_SO) $(PCFILE) $(XPSCTL) $(DAEMONS)
 
@@ -191,6 +192,11 @@ test-vm: all tests
 
 # the VM suite on the KASAN + lockdep + kmemleak kernel (not in `make test`:
 # see docs/kernel.md for how long it takes)
+# the fuzzers (tests/unit): FUZZ_SECONDS each, from the corpora in the tree
+fuzz: all
+	$(Q)scripts/deps.sh test
+	$(Q)$(MAKE) -s -C tests/unit fuzz-smoke FUZZ_SECONDS=$(or $(FUZZ_SECONDS),60)
+
 test-debug: all tests
 	$(Q)scripts/deps.sh test
 	$(Q)scripts/vm-test.sh --debug

@@ -38,7 +38,9 @@ need_root() {
 for s in "${suites[@]}"; do
 	case $s in
 	unit)
-		run "unit: protocol parsers and encoders (host)" make -s -C tests/unit test ;;
+		run "unit: protocol parsers and encoders (host)" make -s -C tests/unit test
+		run "unit: fuzzers, 5 s each (make fuzz runs them longer)" \
+			make -s -C tests/unit fuzz-smoke FUZZ_SECONDS=5 ;;
 	verifier)
 		run "verifier: parsers accepted by this kernel" tests/verifier/gate.sh ;;
 	api)
