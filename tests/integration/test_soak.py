@@ -80,6 +80,14 @@ def commands(rng, tid, reader):
     return resp(b"LPUSH", b"t%d:l" % tid, v)
 
 
+def rss_kib(proc):
+    with open("/proc/%d/status" % proc.pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 def drain(s, idle=0.3):
     out = b""
     s.settimeout(idle)
@@ -173,8 +181,14 @@ def test_differential_soak():
         for t in threads:
             t.join()
         s = stats("soak")
+        plain_kib, accel_kib = rss_kib(servers[0]), rss_kib(servers[1])
         print("    %d exchanges on %d connections' worth of threads; kernel answered %d, "
-              "passed %d" % (counts[0], len(threads), s["tx"], s["pass"]))
+              "passed %d; server RSS: plain %d KiB, with XPS %d KiB"
+              % (counts[0], len(threads), s["tx"], s["pass"], plain_kib, accel_kib))
+        # the same commands reached both: the same memory, give or take
+        if accel_kib > plain_kib * 3 // 2 + 20 * 1024:
+            raise AssertionError("the accelerated server grew to %d KiB, the plain one %d KiB"
+                                 % (accel_kib, plain_kib))
         if failures:
             raise AssertionError(failures[0])
         if s["tx"] == 0:
