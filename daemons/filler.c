@@ -148,6 +148,41 @@ int filler_open(struct filler *f, const char *ctxname)
 	return 0;
 }
 
+static __u64 key_hash(const void *key, size_t n)
+{
+	const unsigned char *p = key;
+	__u64 h = 0xcbf29ce484222325ULL;	/* FNV-1a */
+
+	while (n--)
+		h = (h ^ *p++) * 0x100000001b3ULL;
+	return h | 1;	/* 0 marks an empty slot */
+}
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+void filler_skipped(struct filler *f, const void *key, size_t n)
+{
+	__u64 h = key_hash(key, n);
+
+	f->skip_hash[h % FILLER_SKIP_SLOTS] = h;
+	f->skip_ns[h % FILLER_SKIP_SLOTS] = now_ns();
+	f->skipped++;
+}
+
+bool filler_recently_skipped(struct filler *f, const void *key, size_t n)
+{
+	__u64 h = key_hash(key, n);
+
+	return f->skip_hash[h % FILLER_SKIP_SLOTS] == h &&
+	       now_ns() - f->skip_ns[h % FILLER_SKIP_SLOTS] < FILLER_SKIP_NS;
+}
+
 void filler_invalidate_all(struct filler *f)
 {
 	/* every handler state begins with the cache generation */

@@ -12,6 +12,9 @@
 #include <signal.h>
 #include <linux/types.h>
 
+#define FILLER_SKIP_SLOTS	1024
+#define FILLER_SKIP_NS		(100 * 1000 * 1000ULL)
+
 struct filler {
 	const char *name;	/* the context */
 	int data_fd, misses_fd, state_fd, config_fd, conns_fd, versions_fd;
@@ -26,7 +29,18 @@ struct filler {
 	 */
 	void *state;
 	unsigned int backoff_ms;	/* filler_backoff() */
+	/* keys found not cacheable lately (filler_skipped()) */
+	__u64 skip_hash[FILLER_SKIP_SLOTS];
+	__u64 skip_ns[FILLER_SKIP_SLOTS];
 };
+
+/*
+ * A key that was missing or not cacheable (a list, an expiry, too large)
+ * is not fetched again for FILLER_SKIP_NS: every client GET of it is a
+ * miss, and fetching it each time doubled the server's work for nothing.
+ */
+void filler_skipped(struct filler *f, const void *key, size_t n);
+bool filler_recently_skipped(struct filler *f, const void *key, size_t n);
 
 /* Set, then clear, bits of the handler state's flags word. */
 void filler_flags(struct filler *f, __u32 set, __u32 clear);

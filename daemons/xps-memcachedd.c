@@ -141,12 +141,12 @@ static int fill_one(struct filler *f, struct mc *c, const struct mc_key *k)
 	    read_line(c, line, sizeof(line)))
 		return -1;
 	if (!strncmp(line, "EN", 2)) {
-		f->skipped++;
+		filler_skipped(f, k, sizeof(*k));
 		return 0;
 	}
 	if (strncmp(line, "VA ", 3)) {
 		logmsg("unexpected reply to mg: %.60s", line);
-		f->skipped++;
+		filler_skipped(f, k, sizeof(*k));
 		return 0;
 	}
 	size = strtoll(line + 3, &p, 10);
@@ -162,7 +162,7 @@ static int fill_one(struct filler *f, struct mc *c, const struct mc_key *k)
 		/* too large to cache, or it expires on its own */
 		if (size >= 0 && read_bytes(c, NULL, size + 2))
 			return -1;
-		f->skipped++;
+		filler_skipped(f, k, sizeof(*k));
 		return 0;
 	}
 	if (read_bytes(c, val.v, size) || read_bytes(c, NULL, 2))
@@ -342,7 +342,8 @@ int main(int argc, char **argv)
 			continue;
 		}
 		filler_busy(&f);
-		if (why[0] || k.len < 1 || k.len > MC_KEY_MAX)
+		if (why[0] || k.len < 1 || k.len > MC_KEY_MAX ||
+		    filler_recently_skipped(&f, &k, sizeof(k)))
 			continue;
 		r = fill_one(&f, &c, &k);
 		if (r < 0) {

@@ -198,7 +198,7 @@ static int fill_one(struct ctx *x, const struct redis_key *k)
 	 * its death, and GET on other types is Redis's to answer.
 	 */
 	if (t != '$' || n < 0 || ttl != -1) {
-		x->f.skipped++;
+		filler_skipped(&x->f, k, sizeof(*k));
 		return 0;
 	}
 	val.len = n;
@@ -307,7 +307,8 @@ int main(int argc, char **argv)
 			continue;
 		}
 		filler_busy(&x.f);
-		if (x.why[0] || k.len < 1 || k.len > REDIS_KEY_MAX)
+		if (x.why[0] || k.len < 1 || k.len > REDIS_KEY_MAX ||
+		    filler_recently_skipped(&x.f, &k, sizeof(k)))
 			continue;
 		r = fill_one(&x, &k);
 		if (r < 0) {
