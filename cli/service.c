@@ -506,6 +506,7 @@ static int do_redis_cluster(int argc, char **argv)
 	struct xps_context *comp, *ctx;
 	char *args[14];
 	int n = 0;
+	unsigned int t;
 	pid_t pid;
 
 	while (argc > 0) {
@@ -586,6 +587,26 @@ static int do_redis_cluster(int argc, char **argv)
 		return 1;
 	}
 	xps_context__close(ctx);
+	/*
+	 * Every other message type through the same handler, on the PING
+	 * context's maps: it answers none of them, but counts the ones the
+	 * node answers on the link (MEET, MFSTART), so that the link keeps
+	 * its count (docs/ordering.md); unmatched types would lose it.
+	 */
+	for (t = CLUSTERMSG_TYPE_PING + 1; t <= 10; t++) {
+		__u8 val[XPS_COMP_MAX_LEN] = { 0, (__u8)t };
+		char tname[XPS_NAME_LEN];
+		XPS_CTX_OPTS_SHARE(opts, tname, sub);
+
+		snprintf(tname, sizeof(tname), "%.22s-t%u", name, t);
+		ctx = xps_create_subcontext_opts(comp, obj, val, &opts);
+		if (!ctx) {
+			lib_err("service redis-cluster", -errno);
+			xps_delete_context(comp);
+			return 1;
+		}
+		xps_context__close(ctx);
+	}
 	pid = spawn_daemon(name, args);
 	if (pid <= 0) {
 		p_err("cannot start xps-clusterd");
@@ -854,8 +875,10 @@ static int list_one(const struct xps_ctx_info *info, __u32 slot, void *data)
 		size_t n = strlen(info->name);
 
 		snprintf(svc, sizeof(svc), "%s", info->name);
-		if (n > 5 && !strcmp(svc + n - 5, "-ping"))
-			svc[n - 5] = '\0';
+		/* NAME-tN: the other message types of the same service */
+		if (n <= 5 || strcmp(svc + n - 5, "-ping"))
+			return 0;
+		svc[n - 5] = '\0';
 		print_service(svc, "redis-cluster", info->pred.lport,
 			      read_pid(svc));
 		return 0;
