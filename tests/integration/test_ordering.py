@@ -318,7 +318,33 @@ class Redis:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class RedisCase:
+class RespCase:
+    """What the RESP scenarios share: a GET of the cached key that the
+    kernel may answer, and the check when the scenario ends (nothing left
+    in the stream, the kernel answering again).  Subclasses set CTX and
+    open self.st in __enter__."""
+    CTX = None
+
+    def get_hot(self):
+        self.st.send(resp("GET", HOT))
+        expect(self.st, [("the GET's reply", bulk(HOT_VALUE))])
+
+    def tx(self):
+        return kernel_tx(self.CTX)
+
+    def __exit__(self, kind, value, tb):
+        try:
+            if kind is None:
+                # anything left unread, or sent twice, comes before PONG
+                self.st.send(resp("PING"))
+                expect(self.st, [("PONG (nothing may precede it)", b"+PONG\r\n")])
+                served_by_kernel(self.CTX, self.get_hot, "GET hot", after=True)
+        finally:
+            self._close()
+        return False
+
+
+class RedisCase(RespCase):
     """A fresh redis-server and, except in plain mode, the Redis service in
     front of it; HOT set; a client connection on which the kernel answers
     GET hot.  @setup(call) runs first, on a connection of its own: big
@@ -327,6 +353,8 @@ class RedisCase:
     connection prove nothing.  Used as `with RedisCase(setup) as rc:`; on
     a clean exit checks that no stray byte is left and that the kernel
     still answers GET hot on the connection."""
+
+    CTX = REDIS_SVC
 
     def __init__(self, setup=None):
         self.setup = setup
@@ -352,23 +380,6 @@ class RedisCase:
             self._close()
             raise
         return self
-
-    def get_hot(self):
-        redis_call(self.st, ("GET", HOT), bulk(HOT_VALUE))
-
-    def tx(self):
-        return kernel_tx(REDIS_SVC)
-
-    def __exit__(self, kind, value, tb):
-        try:
-            if kind is None:
-                # anything left unread, or sent twice, comes before PONG
-                self.st.send(resp("PING"))
-                expect(self.st, [("PONG (nothing may precede it)", b"+PONG\r\n")])
-                served_by_kernel(REDIS_SVC, self.get_hot, "GET hot", after=True)
-        finally:
-            self._close()
-        return False
 
     def _close(self):
         if self.st:
@@ -488,7 +499,7 @@ def test_redis_incr_get_rounds():
 TT_CTX = "ord-twothread"
 
 
-class TwoThreadCase:
+class TwoThreadCase(RespCase):
     """tests/integration/twothread_server.c (a Redis subset whose big
     replies two threads write in pieces) on TT_PORT, knowing HOT, and,
     except in plain mode, the Redis handler in front of it with HOT put in
@@ -499,6 +510,7 @@ class TwoThreadCase:
     zeroes the rest; cache generation 0 and version 0 are what a fresh
     context has for a key never written, so the handler serves the value.
     The server's requests (GET, PING) never invalidate it."""
+    CTX = TT_CTX
 
     def __enter__(self):
         if not os.access(TWOTHREAD, os.X_OK):
@@ -518,23 +530,6 @@ class TwoThreadCase:
             self._close()
             raise
         return self
-
-    def get_hot(self):
-        self.st.send(resp("GET", HOT))
-        expect(self.st, [("the GET's reply", bulk(HOT_VALUE))])
-
-    def tx(self):
-        return kernel_tx(TT_CTX)
-
-    def __exit__(self, kind, value, tb):
-        try:
-            if kind is None:
-                self.st.send(resp("PING"))
-                expect(self.st, [("PONG (nothing may precede it)", b"+PONG\r\n")])
-                served_by_kernel(TT_CTX, self.get_hot, "GET hot", after=True)
-        finally:
-            self._close()
-        return False
 
     def _close(self):
         if self.st:
