@@ -870,7 +870,8 @@ static __always_inline int xps_tx(struct __sk_buff *skb)
 	}
 	/*
 	 * The hook writes the reply at write_seq, where egress must pass
-	 * over it (docs/ordering.md); if it cannot, it resets the connection.
+	 * over it (docs/ordering.md); if it cannot, it passes the request and
+	 * marks the socket XPS_SK_LOST, and this count no longer matters.
 	 */
 	if (run->proto == IPPROTO_TCP) {
 		struct xps_conn *conn;

@@ -795,10 +795,11 @@ static __always_inline void swap_addrs(struct __sk_buff *skb, __u8 family,
 
 /*
  * The native hook has no sk_msg, so answered writes are released here, on
- * the service's data segments only: a pure ACK also leaves when the service
- * has merely read a write, before executing it.  The hook sends no reply on
- * a connection with unanswered writes (native_run), so data leaving it is
- * the service's own.
+ * data segments only (the caller checks): a pure ACK also leaves when the
+ * service has merely read a write, before executing it.  The hook sends no
+ * reply on a connection that owes one (conn_may_answer()), but a kernel
+ * reply decided before a write arrived may still be leaving, and it
+ * releases that write too early: a known limit.
  */
 static __always_inline void egress_release(struct __sk_buff *skb,
 					   struct xps_conn *conn)
@@ -806,24 +807,8 @@ static __always_inline void egress_release(struct __sk_buff *skb,
 	struct xps_config *cfg = config();
 	struct bpf_sock *bsk = skb->sk;
 	struct tcp_sock___xps *tp;
-	__u32 l3 = sizeof(struct ethhdr), l4, payload;
-	struct tcphdr th;
 
 	if (!cfg || cfg->backend_tcp != XPS_BACKEND_NATIVE || !bsk)
-		return;
-	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		struct iphdr ip;
-
-		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)))
-			return;
-		l4 = l3 + ip.ihl * 4;
-	} else {
-		l4 = l3 + sizeof(struct ipv6hdr);
-	}
-	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
-		return;
-	payload = skb->len - l4 - th.doff * 4;
-	if (!payload || payload > skb->len)
 		return;
 	tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(bsk);
 	if (tp)
@@ -906,21 +891,16 @@ static long eg_step(__u32 i, void *ctx)
 }
 
 static __always_inline void egress_count(struct __sk_buff *skb,
-					 struct xps_conn *conn, __u32 l4)
+					 struct xps_conn *conn,
+					 const struct tcphdr *th, __u32 payload)
 {
 	struct eg_walk w = { .skb = skb, .conn = conn };
-	__u32 seq, end, payload, k;
-	struct tcphdr th;
+	__u32 seq, end, k;
 
 	if ((conn->flags & (XPS_CONN_UNCOUNTED | XPS_CONN_EGRESS)) !=
 	    XPS_CONN_EGRESS)
 		return;
-	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
-		return;
-	payload = skb->len - l4 - th.doff * 4;
-	if (!payload || payload > skb->len)
-		return;
-	seq = bpf_ntohl(th.seq);
+	seq = bpf_ntohl(th->seq);
 	end = seq + payload;
 	if ((__s32)(seq - conn->eg_seq) > 0) {
 		/* bytes were sent that egress never saw */
@@ -979,7 +959,7 @@ static __always_inline __u32 tcp_l4_off(struct __sk_buff *skb)
 SEC("tc")
 int xps_tc_egress(struct __sk_buff *skb)
 {
-	__u32 l3 = sizeof(struct ethhdr), l4;
+	__u32 l3 = sizeof(struct ethhdr), l4, payload;
 	struct xps_conn *conn;
 	struct tcphdr th;
 	__u16 old_flags, new_flags;
@@ -993,34 +973,20 @@ int xps_tc_egress(struct __sk_buff *skb)
 	if (!conn)
 		return TC_ACT_OK;
 	l4 = tcp_l4_off(skb);
-	if (l4)
-		egress_count(skb, conn, l4);
-	if (conn->unacked)
-		egress_release(skb, conn);
+	if (!l4 || bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
+		return TC_ACT_OK;
+	payload = skb->len - l4 - th.doff * 4;
+	/* data, not a bare ACK: a pure ACK also leaves when the service has
+	 * only read a write, before executing it (egress_release())
+	 */
+	if (payload && payload <= skb->len) {
+		egress_count(skb, conn, &th, payload);
+		if (conn->unacked)
+			egress_release(skb, conn);
+	}
 	if (!conn->reset_pending)
 		return TC_ACT_OK;
-
-	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		struct iphdr ip;
-
-		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)) ||
-		    ip.protocol != IPPROTO_TCP)
-			return TC_ACT_OK;
-		family = AF_INET;
-		l4 = l3 + ip.ihl * 4;
-	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr ip6;
-
-		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)) ||
-		    ip6.nexthdr != IPPROTO_TCP)
-			return TC_ACT_OK;
-		family = AF_INET6;
-		l4 = l3 + sizeof(ip6);
-	} else {
-		return TC_ACT_OK;
-	}
-	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
-		return TC_ACT_OK;
+	family = skb->protocol == bpf_htons(ETH_P_IP) ? AF_INET : AF_INET6;
 	conn->reset_pending = 0;
 
 	/* 16-bit word 6 of the TCP header holds data offset and flags */
