@@ -183,7 +183,8 @@ bool filler_recently_skipped(struct filler *f, const void *key, size_t n)
 	       now_ns() - f->skip_ns[h % FILLER_SKIP_SLOTS] < FILLER_SKIP_NS;
 }
 
-void filler_invalidate_all(struct filler *f)
+/* Nothing cached so far may be served (the server restarted, say). */
+static void filler_invalidate_all(struct filler *f)
 {
 	/* every handler state begins with the cache generation */
 	__atomic_fetch_add((__u32 *)f->state, 1, __ATOMIC_SEQ_CST);
@@ -207,7 +208,7 @@ void filler_status(struct filler *f, const char *state, const char *why)
 		unlink(tmp);
 }
 
-void filler_backoff(struct filler *f, volatile sig_atomic_t *stop)
+static void filler_backoff(struct filler *f, volatile sig_atomic_t *stop)
 {
 	struct timespec ts;
 	unsigned int i;
@@ -223,9 +224,21 @@ void filler_backoff(struct filler *f, volatile sig_atomic_t *stop)
 	}
 }
 
-void filler_backoff_reset(struct filler *f)
+int filler_reconnect(struct filler *f, __u32 no_serve, const char *why,
+		     int (*connect)(void *arg), void *arg,
+		     volatile sig_atomic_t *stop)
 {
-	f->backoff_ms = 0;
+	filler_flags(f, no_serve, 0);
+	while (!*stop) {
+		filler_status(f, "restarting", why);
+		if (!connect(arg)) {
+			filler_invalidate_all(f);
+			f->backoff_ms = 0;
+			return 0;
+		}
+		filler_backoff(f, stop);
+	}
+	return -1;
 }
 
 void filler_flags(struct filler *f, __u32 set, __u32 clear)

@@ -28,7 +28,7 @@ struct filler {
 	 * lookup-modify-update of the whole value would undo them).
 	 */
 	void *state;
-	unsigned int backoff_ms;	/* filler_backoff() */
+	unsigned int backoff_ms;	/* filler_reconnect()'s next wait */
 	/* keys found not cacheable lately (filler_skipped()) */
 	__u64 skip_hash[FILLER_SKIP_SLOTS];
 	__u64 skip_ns[FILLER_SKIP_SLOTS];
@@ -44,20 +44,22 @@ bool filler_recently_skipped(struct filler *f, const void *key, size_t n);
 
 /* Set, then clear, bits of the handler state's flags word. */
 void filler_flags(struct filler *f, __u32 set, __u32 clear);
-/* Nothing cached so far may be served (the server restarted, say). */
-void filler_invalidate_all(struct filler *f);
 /*
  * What `xpsctl service list` shows for the service: "running", or
  * "degraded" / "restarting" and why, in /run/xps/NAME.state.
  */
 void filler_status(struct filler *f, const char *state, const char *why);
 /*
- * Wait before the next attempt to reach the server: 100 ms, doubling up
- * to 5 s; filler_backoff_reset() after a success.  Returns at once when
- * *@stop is set.
+ * (Re)connect to the server with @connect(@arg) (0 on success), backing
+ * off (100 ms doubling to 5 s) until it succeeds or *@stop is set, with
+ * the handler kept out (@no_serve) until the daemon's next check clears
+ * it.  Whatever was cached before may be stale (the server may have
+ * restarted with other data): all of it is invalidated.  0, or -1 when
+ * stopped.
  */
-void filler_backoff(struct filler *f, volatile sig_atomic_t *stop);
-void filler_backoff_reset(struct filler *f);
+int filler_reconnect(struct filler *f, __u32 no_serve, const char *why,
+		     int (*connect)(void *arg), void *arg,
+		     volatile sig_atomic_t *stop);
 
 void flog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int filler_open(struct filler *f, const char *ctxname);

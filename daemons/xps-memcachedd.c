@@ -184,28 +184,28 @@ static int mc_ping(struct mc *c)
 	return strcmp(line, "MN") ? -1 : 0;
 }
 
-/*
- * (Re)connect to memcached, backing off, with the handler kept out until
- * the next check clears it; what was cached before is invalidated (the
- * server may have restarted).  0, or -1 when stopped.
- */
+struct mc_addr {
+	struct mc *c;
+	const char *host, *port;
+};
+
+static int mc_connect_cb(void *arg)
+{
+	struct mc_addr *a = arg;
+
+	return mc_connect(a->c, a->host, a->port);
+}
+
+/* (Re)connect to memcached: filler_reconnect(). */
 static int connect_mc(struct filler *f, struct mc *c, const char *host,
 		      const char *port, const char *why)
 {
-	filler_flags(f, MC_NO_SERVE, 0);
+	struct mc_addr a = { c, host, port };
+
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
-	while (!stop) {
-		filler_status(f, "restarting", why);
-		if (!mc_connect(c, host, port)) {
-			filler_invalidate_all(f);
-			filler_backoff_reset(f);
-			return 0;
-		}
-		filler_backoff(f, &stop);
-	}
-	return -1;
+	return filler_reconnect(f, MC_NO_SERVE, why, mc_connect_cb, &a, &stop);
 }
 
 static void usage(FILE *f)

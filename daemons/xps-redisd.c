@@ -132,29 +132,29 @@ static int check_server(struct ctx *x)
 	return 0;
 }
 
-/*
- * (Re)connect to Redis, backing off, with the handler kept out until the
- * next check clears it.  Whatever the filler cached before may be stale
- * (Redis may have restarted with other data, or written while it could
- * not be checked): all of it is invalidated.  0, or -1 when stopped.
- */
+struct redis_addr {
+	struct conn *c;
+	const char *host, *port;
+};
+
+static int redis_connect_cb(void *arg)
+{
+	struct redis_addr *a = arg;
+
+	return resp_connect(a->c, a->host, a->port);
+}
+
+/* (Re)connect to Redis: filler_reconnect(). */
 static int connect_redis(struct ctx *x, const char *host, const char *port,
 			 const char *why)
 {
-	set_no_serve(x, true);
+	struct redis_addr a = { &x->redis, host, port };
+
 	if (x->redis.fd >= 0)
 		close(x->redis.fd);
 	x->redis.fd = -1;
-	while (!stop) {
-		filler_status(&x->f, "restarting", why);
-		if (!resp_connect(&x->redis, host, port)) {
-			filler_invalidate_all(&x->f);
-			filler_backoff_reset(&x->f);
-			return 0;
-		}
-		filler_backoff(&x->f, &stop);
-	}
-	return -1;
+	return filler_reconnect(&x->f, REDIS_NO_SERVE, why, redis_connect_cb,
+				&a, &stop);
 }
 
 /* ---- fills ------------------------------------------------------------ */
