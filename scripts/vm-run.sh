@@ -23,6 +23,12 @@
 #   --env NAME      pass host variable NAME into the guest (repeatable;
 #                   XPS_*, CI, V and TERM are always passed)
 #   --log FILE      also write the guest console to FILE
+#   --icount        count instructions: `-icount shift=0,sleep=on`, so the
+#                   guest's clock advances 1 ns per instruction it executes
+#                   (the benchmark's cost model; use with --cpus 1)
+#   --net NS        a virtio-net NIC on a tap device created in the host's
+#                   network namespace NS (QEMU runs inside NS); the guest
+#                   sees it as eth0, unconfigured
 #   --kvm           use KVM (off by default: /dev/kvm exists on these
 #                   machines but nested KVM hangs or aborts; TCG is used)
 #
@@ -144,6 +150,7 @@ die() {
 
 host_main() {
 	local kernel="" debug=0 timeout=900 mem=2048 cpus=2 log="" kvm=0
+	local icount=0 netns=""
 	local -a rw=() envs=(CI V TERM)
 	local here repo self
 
@@ -158,6 +165,8 @@ host_main() {
 		--env) envs+=("$2"); shift 2 ;;
 		--log) log=$2; shift 2 ;;
 		--kvm) kvm=1; shift ;;
+		--icount) icount=1; shift ;;
+		--net) netns=$2; shift 2 ;;
 		-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 		--) shift; break ;;
 		-*) die "unknown option $1" ;;
@@ -208,6 +217,15 @@ host_main() {
 		-fsdev "local,id=ctl,path=$ctl,security_model=none"
 		-device virtio-9p-pci,fsdev=ctl,mount_tag=xpsctl
 		-device virtio-rng-pci)
+	[ $icount -eq 1 ] && qemu+=(-icount shift=0,sleep=on)
+	local -a wrap=()
+	if [ -n "$netns" ]; then
+		ip netns exec "$netns" true 2>/dev/null ||
+			die "--net $netns: no such network namespace"
+		qemu+=(-netdev "tap,id=n0,ifname=xpsvm0,script=no,downscript=no"
+		       -device "virtio-net-pci,netdev=n0,mac=52:54:00:78:00:02")
+		wrap=(ip netns exec "$netns")
+	fi
 	local i=0 d
 	for d in "${rw[@]+"${rw[@]}"}"; do
 		[ -d "$d" ] || die "--rw $d: not a directory"
@@ -224,9 +242,11 @@ host_main() {
 	echo "vm-run: booting $(basename "$kernel") ($accel, $cpus cpu, ${mem}M): $*" >&2
 	local qrc=0 start=$SECONDS
 	if [ -n "$log" ]; then
-		timeout -k 10 "$timeout" "${qemu[@]}" </dev/null | tee "$log" || qrc=$?
+		timeout -k 10 "$timeout" "${wrap[@]}" "${qemu[@]}" </dev/null |
+			tee "$log" || qrc=$?
 	else
-		timeout -k 10 "$timeout" "${qemu[@]}" </dev/null || qrc=$?
+		timeout -k 10 "$timeout" "${wrap[@]}" "${qemu[@]}" </dev/null ||
+			qrc=$?
 	fi
 	[ "$qrc" = 124 ] && {
 		echo "vm-run: TIMEOUT after ${timeout}s: $*" >&2
