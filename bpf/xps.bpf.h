@@ -829,8 +829,17 @@ static __always_inline int xps__sockmap_tx(struct __sk_buff *skb,
 	int ret;
 
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
+	/*
+	 * One piece for the kworker: it sends a non-linear request as its
+	 * head and then each frag, and the sk_msg program must then empty a
+	 * piece entirely, which 6.12's bpf_msg_pop_data() cannot do (it
+	 * dereferences the page of the emptied message).  Linear, the request
+	 * is one piece, and the reply is pushed before it is popped.
+	 */
+	if (conn && bpf_skb_pull_data(skb, skb->len))
+		conn = NULL;
 	slot = conn ? xps__reply_begin(skb, run) : NULL;
-	if (!slot || !xps__sockmap_room(skb, conn, slot->len)) {
+	if (!slot || !slot->len || !xps__sockmap_room(skb, conn, slot->len)) {
 		/* the request is intact: the service answers it */
 		run->rewritten = 0;
 		xps__owe(run);

@@ -702,18 +702,26 @@ int xps_msg_verdict(struct sk_msg_md *msg)
 	 */
 	left = st->req_left;
 	pop = size < left ? size : left;
-	if (pop && bpf_msg_pop_data(msg, 0, pop, 0))
-		return SK_DROP;
 	left -= pop;
 	if (left) {
-		st->req_left = left;	/* more pieces of this request follow */
+		/*
+		 * More pieces of this request follow.  Not for a request
+		 * xps__sockmap_tx() linearized; emptying the message here
+		 * would crash 6.12 (see the pop below).
+		 */
+		if (pop && bpf_msg_pop_data(msg, 0, pop, 0))
+			return SK_DROP;
+		st->req_left = left;
 		return SK_PASS;
 	}
 	n = st->len;
 	barrier_var(n);
 	if (n > XPS_STOCK_REPLY_MAX)
 		return SK_DROP;
-	if (n) {
+	if (!n) {
+		if (pop && bpf_msg_pop_data(msg, 0, pop, 0))
+			return SK_DROP;
+	} else {
 		/* whole 64-byte blocks, the padding popped after: one loop
 		 * short enough for the verifier (helpers may not write into
 		 * sk_msg data)
@@ -744,7 +752,14 @@ int xps_msg_verdict(struct sk_msg_md *msg)
 			dst[6] = src[6];
 			dst[7] = src[7];
 		}
-		if (padded > n && bpf_msg_pop_data(msg, n, padded - n, 0))
+		/*
+		 * The padding and the request behind the reply, in one pop
+		 * after the push: the message never becomes empty, which
+		 * 6.12's bpf_msg_pop_data() does not survive (it takes the
+		 * data pointers of the first, pageless, element).
+		 */
+		if (padded - n + pop &&
+		    bpf_msg_pop_data(msg, n, padded - n + pop, 0))
 			return SK_DROP;
 	}
 	st->req_left = 0;

@@ -41,6 +41,7 @@ static void print_stats(const struct xps_ctx_info *info, __u32 slot)
 	out_u64("reset", st.reset);
 	out_u64("errors", st.errors);
 	out_u64("avg_ns", st.runs ? st.run_ns / st.runs : 0);
+	out_u64("run_ns", st.run_ns);
 	out_end_object();
 }
 

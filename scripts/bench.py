@@ -49,6 +49,22 @@ GOALS = {
     ("memcached_udp", "throughput"): (4.0, ">=", "Memcached UDP GET throughput >= 4x"),
 }
 
+# Instructions per request, XPS/baseline, on the patched kernel's
+# instruction-count model (scripts/bench_icount.py): exact experiment names.
+ICOUNT_GOALS = {
+    "redis_get_P1_d128_c50": 0.45,
+    "redis_get_P1_d128_c1": 0.50,
+    "redis_get_P16_d128_c50": 0.50,
+    "redis_get_P1_d1024_c50": 0.55,
+    "redis_get_P16_d1024_c50": 0.55,
+    "ceiling_c50": 0.40,
+    "memcached_tcp_get": 0.45,
+    "memcached_udp_get": 0.35,
+    "nginx_post100": 0.35,
+}
+# The handler's own instructions per run (its run_ns under icount).
+HANDLER_GOALS = {"redis_get_P1_d128_c50": 1000.0}
+
 log_lines = []
 PROFILE_DIR = None   # --profile: where perf reports go
 
@@ -483,6 +499,9 @@ def wrk(url, pct, clients, secs):
     res, unit = {}, {"us": 1e-3, "ms": 1.0, "s": 1e3}
     for line in p.stdout.splitlines():
         f = line.split()
+        m = re.match(r"\s*(\d+) requests in", line)
+        if m:
+            res["requests"] = int(m.group(1))
         if line.startswith("Requests/sec:"):
             res["throughput"] = float(f[1])
         elif len(f) == 2 and f[0] in ("50%", "99%"):
@@ -576,32 +595,64 @@ def not_implemented():
     NOT_RUN.append(("redis 10,000 connections", "not attempted on this 2-core machine"))
 
 
-def run_native(quick, outdir, only):
-    # The same experiments on the patched kernel in QEMU.  Software
-    # emulation: the ratios are indicative, the absolute numbers are not.
+ICOUNT_NS, ICOUNT_TAP = "xpsi", "xpsvm0"
+ICOUNT_HOST_IP = "10.78.0.1"
+
+
+def run_icount(quick, outdir, only, profile):
+    """The native backend (and the stock one on the patched kernel) by the
+    instruction-count model: scripts/bench_icount.py, run inside a network
+    namespace of its own whose tap device reaches the guest."""
     if not os.path.exists(os.path.join(ROOT, "kernel-patches", "series")):
-        NOT_RUN.append(("native backend", "no kernel patch series in this tree"))
+        NOT_RUN.append(("icount cost model", "no kernel patch series in this tree"))
         return
-    ndir = os.path.join(outdir, "native")
-    os.makedirs(ndir, exist_ok=True)
-    say("== native backend: booting the patched kernel (software emulation)")
-    inner = ("python3 scripts/bench.py --inner-native --out " + ndir + (" --quick" if quick else "")
-             + " --only " + ",".join(only))
-    cmd = [os.path.join(ROOT, "scripts", "vm-run.sh"), "--timeout", "3000", "--rw", ndir, "--", inner]
-    p = subprocess.run(cmd, text=True, capture_output=True, timeout=3600)
-    for line in p.stdout.splitlines():
-        if line.startswith("[") or line.startswith("  "):
-            say("  vm: " + line.strip())
-    raw = os.path.join(ndir, "raw.csv")
-    if p.returncode or not os.path.exists(raw):
-        NOT_RUN.append(("native backend", "the VM run failed (status %d): %s"
-                        % (p.returncode, (p.stderr or p.stdout)[-300:])))
+    groups = [g for g in only if g in ("ceiling", "redis", "mix", "memcached", "nginx")]
+    if not groups:
+        return
+    idir = os.path.join(outdir, "icount")
+    os.makedirs(idir, exist_ok=True)
+    say("== instruction-count model: the patched kernel in a 1-vCPU guest under -icount")
+    # the kernel first, with its progress on the terminal (cached after once)
+    p = subprocess.run([os.path.join(ROOT, "scripts", "build-kernel.sh")], stdout=subprocess.PIPE,
+                       text=True)
+    if p.returncode:
+        NOT_RUN.append(("icount cost model", "the kernel build failed"))
+        return
+    icount_topo_down()
+    try:
+        for c in (["ip", "netns", "add", ICOUNT_NS],
+                  ["ip", "-n", ICOUNT_NS, "tuntap", "add", "dev", ICOUNT_TAP, "mode", "tap"],
+                  ["ip", "-n", ICOUNT_NS, "addr", "add", ICOUNT_HOST_IP + "/24", "dev", ICOUNT_TAP],
+                  ["ip", "-n", ICOUNT_NS, "link", "set", ICOUNT_TAP, "up"],
+                  ["ip", "-n", ICOUNT_NS, "link", "set", "lo", "up"]):
+            sh(c)
+        cmd = ["ip", "netns", "exec", ICOUNT_NS, sys.executable,
+               os.path.join(ROOT, "scripts", "bench_icount.py"), "--out", idir,
+               "--only", ",".join(groups), "--netns", ICOUNT_NS] + \
+            (["--quick"] if quick else []) + (["--profile"] if profile else [])
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        for line in p.stdout:
+            # bench_icount.py says its own lines with a time stamp
+            line = line.rstrip("\n")
+            print("  " + line, flush=True)
+            log_lines.append("  " + line)
+        p.wait()
+    finally:
+        icount_topo_down()
+    raw = os.path.join(idir, "raw.csv")
+    if not os.path.exists(raw):
+        NOT_RUN.append(("icount cost model", "the run wrote no results (status %d)" % p.returncode))
         return
     with open(raw) as f:
         for r in csv.DictReader(f):
-            r["backend"] = "native-emulated"
             r["value"] = float(r["value"])
             RESULTS.append(r)
+    with open(os.path.join(idir, "not_run.json")) as f:
+        NOT_RUN.extend(tuple(x) for x in json.load(f))
+
+
+def icount_topo_down():
+    sh(["ip", "netns", "del", ICOUNT_NS], check=False)
 
 
 # ---- output ---------------------------------------------------------------------
@@ -617,17 +668,26 @@ def summarize(outdir):
         by.setdefault((r["experiment"], r["backend"], r["metric"]), {})[r["variant"]] = r["value"]
     summary = []
     for (exp, be, metric), v in sorted(by.items()):
-        if "baseline" in v and "xps" in v and metric in ("throughput", "p50_ms", "p99_ms", "cpu_us_per_req"):
+        if "baseline" in v and "xps" in v and metric in ("throughput", "p50_ms", "p99_ms",
+                                                        "cpu_us_per_req", "instructions_per_req"):
             ratio = v["xps"] / v["baseline"] if v["baseline"] else None
             goal = None
             for (pre, m), g in GOALS.items():
                 if exp.startswith(pre) and m == metric:
                     goal = g
+            if metric == "instructions_per_req" and exp in ICOUNT_GOALS:
+                goal = (ICOUNT_GOALS[exp], "<=")
             summary.append({"experiment": exp, "backend": be, "metric": metric,
                             "baseline": v["baseline"], "xps": v["xps"], "ratio": ratio,
                             "goal": ("%s %.2fx" % (goal[1], goal[0])) if goal else None,
                             "met": (ratio >= goal[0] if goal[1] == ">=" else ratio <= goal[0])
                             if goal and ratio is not None else None})
+        elif metric == "handler_instructions_per_run" and "xps" in v:
+            g = HANDLER_GOALS.get(exp)
+            summary.append({"experiment": exp, "backend": be, "metric": metric,
+                            "baseline": None, "xps": v["xps"], "ratio": None,
+                            "goal": ("<= %g" % g) if g else None,
+                            "met": (v["xps"] <= g) if g else None})
         elif exp.startswith("control_") and "xps" in v:
             goal = {"control_data_put": ("<=", 2.0), "control_create_context": ("<=", 20000.0)}.get(exp)
             summary.append({"experiment": exp, "backend": be, "metric": metric,
@@ -672,7 +732,8 @@ def write_ratios(outdir, summary):
     for s in summary:
         if s["ratio"] is not None:
             rows.setdefault((s["experiment"], s["backend"]), {})[s["metric"]] = s
-    lines = ["| experiment | backend | throughput | p99 | server CPU/req |", "|---|---|---|---|---|"]
+    lines = ["| experiment | backend | throughput | p99 | server CPU/req | instructions/req |",
+             "|---|---|---|---|---|---|"]
     for (exp, be), m in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         def cell(metric):
             x = m.get(metric)
@@ -682,8 +743,9 @@ def write_ratios(outdir, summary):
             if x["goal"]:
                 txt += " (goal %s: %s)" % (x["goal"], "met" if x["met"] else "**missed**")
             return txt
-        lines.append("| %s | %s | %s | %s | %s |" % (exp, be, cell("throughput"), cell("p99_ms"),
-                                                   cell("cpu_us_per_req")))
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (exp, be, cell("throughput"), cell("p99_ms"),
+                                                        cell("cpu_us_per_req"),
+                                                        cell("instructions_per_req")))
     with open(os.path.join(outdir, "ratios.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -731,7 +793,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="a smoke run of a few minutes")
     ap.add_argument("--out", default=None, help="results directory")
-    ap.add_argument("--no-native", action="store_true", help="skip the VM (native) run")
+    ap.add_argument("--no-native", action="store_true",
+                    help="skip the instruction-count run on the patched kernel (QEMU)")
+    ap.add_argument("--icount-only", action="store_true",
+                    help="only the instruction-count run on the patched kernel")
     ap.add_argument("--native-host", action="store_true",
                     help="this machine runs the patched kernel: measure its native "
                          "backend directly (no VM run)")
@@ -739,7 +804,6 @@ def main():
                     help="comma-separated experiment groups to run, of: " + ", ".join(GROUPS))
     ap.add_argument("--profile", action="store_true",
                     help="perf profiles of the server core, in DIR/profiles/")
-    ap.add_argument("--inner-native", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     only = a.only.split(",") if a.only else list(GROUPS)
     bad = [g for g in only if g not in GROUPS]
@@ -751,7 +815,7 @@ def main():
     # handlers detached, the namespace removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     global BACKEND
-    if a.inner_native or a.native_host:
+    if a.native_host:
         if not os.path.exists("/sys/kernel/btf/vmlinux") or \
                 subprocess.run(["grep", "-q", "BPF_XPS_TCP", "/sys/kernel/btf/vmlinux"]).returncode:
             sys.exit("bench.py: --native-host: the running kernel has no XPS hook "
@@ -765,37 +829,35 @@ def main():
     if a.profile:
         PROFILE_DIR = os.path.join(out, "profiles")
         os.makedirs(PROFILE_DIR, exist_ok=True)
-    sh([XPSCTL, "reset"], check=False)
-    say("topology: netns %s, server CPU %d, client CPU %d" % (NS, SRV_CPU, CLI_CPU))
-    topo_up()
-    try:
-        for g in GROUPS:
-            if g in only:
-                name, fn = GROUPS[g]
-                say("== " + name)
-                fn(a.quick)
-    finally:
+    if a.icount_only and (a.no_native or a.native_host):
+        ap.error("--icount-only: not with --no-native or --native-host")
+    if not a.icount_only:
         sh([XPSCTL, "reset"], check=False)
-        topo_down()
-    if a.inner_native:
-        os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "raw.csv"), "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=["experiment", "backend", "variant", "metric", "value"])
-            w.writeheader()
-            w.writerows(RESULTS)
-        return
-    not_implemented()
+        say("topology: netns %s, server CPU %d, client CPU %d" % (NS, SRV_CPU, CLI_CPU))
+        topo_up()
+        try:
+            for g in GROUPS:
+                if g in only:
+                    name, fn = GROUPS[g]
+                    say("== " + name)
+                    fn(a.quick)
+        finally:
+            sh([XPSCTL, "reset"], check=False)
+            topo_down()
+        not_implemented()
     if a.native_host:
         pass
     elif a.no_native:
         NOT_RUN.append(("native backend", "skipped (--no-native)"))
     else:
-        run_native(a.quick, out, only)
+        run_icount(a.quick, out, only, a.profile)
     summarize(out)
-    latest = os.path.join(ROOT, "bench", "results", "latest")
-    if os.path.islink(latest) or os.path.exists(latest):
-        os.remove(latest)
-    os.symlink(os.path.basename(out), latest)
+    results = os.path.join(ROOT, "bench", "results")
+    if os.path.dirname(os.path.abspath(out)) == results:
+        latest = os.path.join(results, "latest")
+        if os.path.islink(latest) or os.path.exists(latest):
+            os.remove(latest)
+        os.symlink(os.path.basename(out), latest)
     say("results in " + out)
 
 
