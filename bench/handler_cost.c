@@ -9,14 +9,15 @@
  * handler, and their difference.  In a 1-vCPU guest under QEMU
  * -icount shift=0 one ns is one instruction.
  *
- *   handler_cost [-v] [-x] [-n REPEAT] [-r ROUNDS] [BPF_DIR]
+ *   handler_cost [-v] [-x] [-b BACKEND] [-n REPEAT] [-r ROUNDS] [BPF_DIR]
  *
  * BPF_DIR holds the handler objects (default .output/bpf); the entry
  * programs are handler_cost.bpf.o beside the tool.
  *
  * The reply is checked byte for byte: a handler that stopped answering
  * would otherwise look cheap (-x skips the check, for handlers trimmed by
- * hand to see what a part costs).
+ * hand to see what a part costs).  -b 2 only loads the handlers as the
+ * stock TCP backend would (enum xps_backend), for their verifier counts.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/xps.h>
 #include <xps/abi.h>
@@ -52,7 +54,8 @@ struct loaded {
 
 static char *vlog;
 static int verbose;	/* -v: the verifier's whole log on failure */
-static int unchecked;	/* -x: any reply will do (trimmed handlers) */
+static int unchecked;
+static __u32 backend;	/* -b: only verify, for this backend (2 stock TCP) */	/* -x: any reply will do (trimmed handlers) */
 
 static int no_pins(struct bpf_object *obj)
 {
@@ -65,6 +68,45 @@ static int no_pins(struct bpf_object *obj)
 			return err;
 	}
 	return 0;
+}
+
+/* Set the handler's xps_backend knob (.rodata) before load. */
+static int set_backend(struct bpf_object *obj, __u32 value)
+{
+	struct btf *btf = bpf_object__btf(obj);
+	const struct btf_var_secinfo *vs;
+	const struct btf_type *sec;
+	struct bpf_map *m, *ro = NULL;
+	size_t size;
+	char *data;
+	int id, i;
+
+	bpf_object__for_each_map(m, obj) {
+		const char *n = bpf_map__name(m);
+		size_t l = strlen(n);
+
+		/* not .rodata.str1.1 and the like */
+		if (bpf_map__is_internal(m) && l >= 7 &&
+		    !strcmp(n + l - 7, ".rodata"))
+			ro = m;
+	}
+	id = btf ? btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC) : -1;
+	if (!ro || id < 0)
+		return -ENOENT;
+	sec = btf__type_by_id(btf, id);
+	vs = btf_var_secinfos(sec);
+	/* libbpf 1.1 returns it const; it is writable until load */
+	data = (char *)bpf_map__initial_value(ro, &size);
+	for (i = 0; data && i < btf_vlen(sec); i++, vs++) {
+		const struct btf_type *var = btf__type_by_id(btf, vs->type);
+
+		if (!strcmp(btf__name_by_offset(btf, var->name_off), "xps_backend") &&
+		    vs->offset + sizeof(value) <= size) {
+			memcpy(data + vs->offset, &value, sizeof(value));
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 static void unload(struct loaded *l)
@@ -106,11 +148,17 @@ static int load(struct loaded *l, const char *path, const char *entry_path)
 	 * kernels too (sk_skb has it only on the patched kernel); the native
 	 * paths call nothing TC lacks.
 	 */
-	bpf_program__set_type(handler, BPF_PROG_TYPE_SCHED_CLS);
+	bpf_program__set_type(handler, backend == 2 ? BPF_PROG_TYPE_SK_SKB :
+				       BPF_PROG_TYPE_SCHED_CLS);
+	if (backend == 2)
+		bpf_program__set_expected_attach_type(handler,
+						      BPF_SK_SKB_STREAM_VERDICT);
 	vlog[0] = 0;
 	bpf_program__set_log_buf(handler, vlog, LOG_SIZE);
 	bpf_program__set_log_level(handler, verbose ? 5 : 4);
 	err = no_pins(l->handler);
+	if (!err && backend)
+		err = set_backend(l->handler, backend);
 	if (!err)
 		err = bpf_object__load(l->handler);
 	if (err) {
@@ -122,6 +170,8 @@ static int load(struct loaded *l, const char *path, const char *entry_path)
 	}
 	l->verified = processed(vlog);
 	l->data = bpf_object__find_map_fd_by_name(l->handler, "xps_data");
+	if (backend)
+		return 0;	/* verified only: no entry programs */
 
 	l->entry = bpf_object__open_file(entry_path, NULL);
 	if (!l->entry)
@@ -280,6 +330,12 @@ static int measure(const struct service *s, const char *dir,
 	n = s->request(req, key);
 	w = s->reply(want, key, val);
 	err = load(&l, path, entry);
+	if (!err && backend) {
+		printf("%-10s verifier %6lu insns (backend %u: verified only)\n",
+		       s->name, l.verified, backend);
+		unload(&l);
+		return 0;
+	}
 	if (!err && (install_conn(&l) || s->fill(l.data, key, val) ||
 		     set_request(&l, req, n)))
 		err = -errno ? -errno : -EIO;
@@ -304,7 +360,7 @@ int main(int argc, char **argv)
 	ssize_t n;
 	size_t i;
 
-	while ((opt = getopt(argc, argv, "n:r:vx")) != -1) {
+	while ((opt = getopt(argc, argv, "b:n:r:vx")) != -1) {
 		switch (opt) {
 		case 'n':
 			repeat = strtoul(optarg, NULL, 0);
@@ -314,6 +370,9 @@ int main(int argc, char **argv)
 			break;
 		case 'v':
 			verbose = 1;
+			break;
+		case 'b':
+			backend = strtoul(optarg, NULL, 0);
 			break;
 		case 'x':
 			unchecked = 1;
@@ -344,7 +403,7 @@ int main(int argc, char **argv)
 	free(vlog);
 	return err;
 usage:
-	fprintf(stderr, "usage: %s [-v] [-x] [-n REPEAT] [-r ROUNDS] [BPF_DIR]\n",
+	fprintf(stderr, "usage: %s [-v] [-x] [-b BACKEND] [-n REPEAT] [-r ROUNDS] [BPF_DIR]\n",
 		argv[0]);
 	return 2;
 }

@@ -211,7 +211,9 @@ static long walk_one(__u32 i, void *ctx)
 /*
  * The common case, a TCP segment that is one get/gets of one key: the
  * reply is written straight into the segment (no staging copy, no walk).
- * The request is counted; a miss passes it.
+ * The request is counted.  Returns 1 when the reply is in place (TX), 0
+ * to pass (a miss: the segment is untouched).  Its own subprogram: the
+ * send path's frames stay off the walk's stack.
  */
 static __noinline int serve_one(struct xps_kv_walk *w)
 {
@@ -221,23 +223,24 @@ static __noinline int serve_one(struct xps_kv_walk *w)
 
 	xps_request(skb, 0);
 	if (xps_kv_set_key(w, &w->sc->req.keys[0]))
-		return xps_pass(skb);
+		return 0;
 	v = xps_kv_lookup(w);
 	if (!v)
-		return xps_pass(skb);
+		return 0;
 	vlen = v->len;
 	h = value_hdr(w, 0, v);
 	barrier_var(h);
 	barrier_var(vlen);
 	/* only for the verifier: the header fits sc->hdr, vlen <= 1 KiB */
 	if (h < 1 || h > XPS_SCRATCH || vlen > MC_VALUE_MAX)
-		return xps_pass(skb);
+		return 0;
+	/* a failure past the resize is an error: xps_pass() drops */
 	if (xps_resize(skb, h + vlen + 2 + XPS_MC_END_LEN) ||
 	    xps_store(skb, 0, w->sc->hdr, h) ||
 	    (vlen && xps_store(skb, h, v->v, vlen)) ||
 	    xps_store(skb, h + vlen, "\r\n" XPS_MC_END, 2 + XPS_MC_END_LEN))
-		return xps_pass(skb);
-	return xps_tx(skb);
+		return 0;
+	return 1;
 }
 
 SEC("xps")
@@ -251,6 +254,7 @@ int xps_memcached(struct __sk_buff *skb)
 	struct mc_state *st;
 	__u32 zero = 0, n, out;
 	__u16 req_id = 0;
+	int cas = 0;
 
 	sc = bpf_map_lookup_elem(&xps_kv_scratch, &zero);
 	st = bpf_map_lookup_elem(&xps_state, &zero);
@@ -293,11 +297,11 @@ int xps_memcached(struct __sk_buff *skb)
 		w.out_len = XPS_MC_UDP_HDR_LEN;
 	} else if (!w.cs) {
 		w.serve = 0;	/* TCP without a record: state unknown */
-	} else if (w.serve &&
-		   xps_mc_parse(sc->in, n, 0, &sc->req) == XPS_REQ_SERVE &&
-		   sc->req.req_len == w.seg_len && sc->req.nkeys == 1 &&
-		   !(sc->req.flags & (XPS_F_BADKEY | XPS_F_ALL | XPS_F_NOREPLY))) {
-		return serve_one(&w);
+	} else if (w.serve && n == w.seg_len &&
+		   xps_mc_parse_get(sc->in, n, &sc->req.keys[0], &cas) == n) {
+		/* the common case: the segment is one get (see serve_one()) */
+		sc->req.flags = cas ? XPS_F_CAS : 0;
+		return serve_one(&w) ? xps_tx(skb) : xps_pass(skb);
 	}
 
 	bpf_loop(w.udp ? 1 : XPS_MAX_REQS_PER_SEG, walk_one, &w, 0);

@@ -109,33 +109,36 @@ static long walk_one(__u32 i, void *ctx)
 /*
  * The common case, a segment that is one GET: the reply is written
  * straight into the segment (no staging copy, no walk).  The request is
- * counted; a miss passes it.
+ * counted.  Returns 1 when the reply is in place (TX), 0 to pass (a miss:
+ * the segment is untouched).  Its own subprogram: the send path's frames
+ * stay off the walk's stack.
  */
 static __noinline int serve_one(struct xps_kv_walk *w)
 {
 	struct __sk_buff *skb = w->skb;
-	__u8 hdr[XPS_REDIS_BULK_HDR_MAX];
+	__u8 *hdr = w->sc->hdr;
 	struct xps_kv_value *v;
 	__u32 h, vlen;
 
 	xps_request(skb, 0);
 	if (xps_kv_set_key(w, &w->sc->req.keys[0]))
-		return xps_pass(skb);
+		return 0;
 	v = xps_kv_lookup(w);
 	if (!v)
-		return xps_pass(skb);
+		return 0;
 	vlen = v->len;
 	h = xps_redis_encode_bulk_hdr(hdr, vlen);
 	barrier_var(h);
 	barrier_var(vlen);
 	/* only for the verifier: h is 4 to 7, vlen at most 1 KiB */
-	if (h < 1 || h > sizeof(hdr) || vlen > REDIS_VALUE_MAX)
-		return xps_pass(skb);
+	if (h < 1 || h > XPS_REDIS_BULK_HDR_MAX || vlen > REDIS_VALUE_MAX)
+		return 0;
+	/* a failure past the resize is an error: xps_pass() drops */
 	if (xps_resize(skb, h + vlen + 2) || xps_store(skb, 0, hdr, h) ||
 	    (vlen && xps_store(skb, h, v->v, vlen)) ||
 	    xps_store(skb, h + vlen, "\r\n", 2))
-		return xps_pass(skb);
-	return xps_tx(skb);
+		return 0;
+	return 1;
 }
 
 SEC("xps")
@@ -174,9 +177,11 @@ int xps_redis(struct __sk_buff *skb)
 		return xps_pass(skb);
 	w.len = n;
 
-	if (w.serve && xps_redis_parse(sc->in, n, 0, &sc->req) == XPS_REQ_SERVE &&
-	    sc->req.req_len == w.seg_len && servable_get(&sc->req))
-		return serve_one(&w);
+	/* the common case: the segment is one GET (see serve_one()) */
+	if (w.serve &&
+	    xps_redis_parse_get(sc->in, n, 0, &sc->req.keys[0]) == w.seg_len &&
+	    sc->req.keys[0].len <= REDIS_KEY_MAX)
+		return serve_one(&w) ? xps_tx(skb) : xps_pass(skb);
 
 	bpf_loop(XPS_MAX_REQS_PER_SEG, walk_one, &w, 0);
 	xps_kv_walk_end(&w, count_rest, sc);
