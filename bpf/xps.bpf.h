@@ -819,10 +819,13 @@ static __always_inline int xps__sockmap_room(struct __sk_buff *skb,
  * Stock TCP TX: stash the reply for the connection's sk_msg program and
  * redirect the untouched request to the socket's egress, where that
  * program swaps it for the reply.  Anything failing before the redirect
- * leaves the request intact: PASS.
+ * leaves the request intact: PASS.  Not inlined: a frame of its own keeps
+ * the handler's main frame small, and the verifier's 512-byte limit on
+ * the deepest call chain (the main frame, a bpf_loop() callback, the
+ * parser) holds.
  */
-static __always_inline int xps__sockmap_tx(struct __sk_buff *skb,
-					   struct xps_run *run)
+static __noinline int xps__sockmap_tx(struct __sk_buff *skb,
+				      struct xps_run *run)
 {
 	struct xps_stash_slot *slot;
 	struct xps_conn *conn;
