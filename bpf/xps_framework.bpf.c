@@ -339,6 +339,31 @@ static __always_inline struct xps_run *run_begin(int *nested)
 }
 
 /*
+ * The slot of a recorded connection: resolved when it was accepted
+ * (xps_sockops()) and again only after a control-plane change, so a run
+ * pays no predicate lookup.  -1: no context matches it.
+ */
+static __always_inline int conn_slot(struct __sk_buff *skb,
+				     struct xps_config *cfg,
+				     struct xps_conn *conn)
+{
+	struct xps_pred_key key;
+	__u32 slot;
+
+	if (conn->gen != cfg->generation) {
+		key_from_skb(skb, IPPROTO_TCP, &key);
+		if (pred_lookup(&key, &slot)) {
+			conn->flags |= XPS_CONN_NO_SLOT;
+		} else {
+			conn->flags &= ~XPS_CONN_NO_SLOT;
+			conn->slot = slot;
+		}
+		conn->gen = cfg->generation;
+	}
+	return conn->flags & XPS_CONN_NO_SLOT ? -1 : (int)conn->slot;
+}
+
+/*
  * Whether a reply from the kernel may go out on @conn now without
  * overtaking, or landing inside, a reply the service owes
  * (docs/ordering.md): the service has completely answered every request
@@ -370,6 +395,7 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 	struct xps_conn *conn = NULL;
 	struct tcp_sock___xps *tp;
 	struct xps_pred_key key;
+	struct xps_config *cfg;
 	struct xps_run *run;
 	__u64 cookie = 0;
 	__u32 slot;
@@ -377,7 +403,8 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 
 	if (!skb->len)
 		return XPS_PASS;
-	if (proto == IPPROTO_TCP) {
+	cfg = config();
+	if (proto == IPPROTO_TCP && cfg) {
 		cookie = bpf_get_socket_cookie(skb);
 		conn = bpf_map_lookup_elem(&xps_conns, &cookie);
 	}
@@ -387,14 +414,21 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 		pass_uncounted(conn);
 		return XPS_PASS;
 	}
-	key_from_skb(skb, proto, &key);
-	if (pred_lookup(&key, &slot)) {
+	if (conn && cfg) {
+		sub = conn_slot(skb, cfg, conn);
+		run->family = skb->family == AF_INET ? AF_INET : AF_INET6;
+	} else {
+		key_from_skb(skb, proto, &key);
+		sub = pred_lookup(&key, &slot) ? -1 : (int)slot;
+		run->family = key.family;
+	}
+	if (sub < 0) {
 		pass_uncounted(conn);
 		xps__run_end(run);
 		return XPS_PASS;
 	}
+	slot = sub;
 	run->proto = proto;
-	run->family = key.family;
 	run->payload_len = skb->len;
 	run->cookie = cookie;
 	/*
@@ -558,12 +592,10 @@ static __always_inline void pass_nested(struct __sk_buff *skb)
 SEC("sk_skb/stream_verdict")
 int xps_stream_verdict(struct __sk_buff *skb)
 {
-	struct xps_pred_key key;
 	struct xps_config *cfg;
 	struct xps_conn *conn;
 	struct xps_run *run;
 	__u64 cookie;
-	__u32 slot;
 	int sub, nested;
 
 	/* a bare FIN reaches the verdict as an empty skb: not a request */
@@ -583,18 +615,7 @@ int xps_stream_verdict(struct __sk_buff *skb)
 		xps__run_end(run);
 		return XPS__SK_PASS;
 	}
-	/* re-resolve the slot only after a control-plane change */
-	if (conn->gen != cfg->generation) {
-		key_from_skb(skb, IPPROTO_TCP, &key);
-		if (pred_lookup(&key, &slot)) {
-			conn->flags |= XPS_CONN_NO_SLOT;
-		} else {
-			conn->flags &= ~XPS_CONN_NO_SLOT;
-			conn->slot = slot;
-		}
-		conn->gen = cfg->generation;
-	}
-	if (conn->flags & XPS_CONN_NO_SLOT) {
+	if (conn_slot(skb, cfg, conn) < 0) {
 		pass_uncounted(conn);
 		xps__run_end(run);
 		return XPS__SK_PASS;
