@@ -5,6 +5,7 @@
 answers."""
 import os
 import re
+import signal
 import subprocess
 
 from xpstest import ROOT, main, stats, test, xpsctl
@@ -21,12 +22,21 @@ def usage_block():
 @test
 def test_usage_example_runs_as_written():
     block = usage_block()
-    p = subprocess.run(["bash", "-e", "-c", block], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120)
-    out = p.stdout
+    # a session of its own: whatever the block left running (its server,
+    # when a step failed before the block's own kill) is killed with it
+    p = subprocess.Popen(["bash", "-e", "-c", block], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=120)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
     if p.returncode:
         raise AssertionError("the README example failed (%d): %s\n%s"
-                             % (p.returncode, out[-2000:], p.stderr[-2000:]))
+                             % (p.returncode, out[-2000:], err[-2000:]))
     for want in ("value of alpha\n", "(miss)\n", "detached cache"):
         if want not in out:
             raise AssertionError("the README example printed no %r:\n%s" % (want, out))
