@@ -161,7 +161,7 @@ def profile_text(tag, report):
         if kind is None or kind < 3:
             continue
         comm, dso, sym = " ".join(f[1:kind - 1]), f[kind - 1], " ".join(f[kind + 1:])
-        if sym in IDLE_SYMS:
+        if sym in IDLE_SYMS or comm == "perf":    # idle, and the profiler itself
             continue
         rows.append((pct, comm, dso, sym))
     busy = sum(r[0] for r in rows) or 1.0
@@ -177,7 +177,7 @@ def profile_text(tag, report):
         return out + [""]
 
     lines = ["# %s: in-guest perf, cpu-clock under -icount (samples are instructions);" % tag,
-             "# idle left out, percent of the busy samples", ""]
+             "# idle and perf itself left out, percent of the remaining samples", ""]
     lines += table("by command", lambda c, d, s: c, 15)
     lines += table("by object (bpf = every BPF program)",
                    lambda c, d, s: "bpf" if d.startswith("bpf_prog_") else d, 15)
@@ -429,9 +429,11 @@ def exp_memcached(b, quick):
             bench.sh(["nc", "-q1", GUEST_IP, str(port)], input=fill)
             client = kvload_client(port, "memcached-" + proto, 50, 3 if quick else 6)
             warm = kvload_client(port, "memcached-" + proto, 10, 2)
+            # `service memcached --udp` makes a second context for UDP
+            ctx = "bench-udp" if proto == "udp" else "bench"
             b.pair(exp, client,
                    lambda be: service_up(b, "memcached", ["--port", port, "--udp"], be),
-                   lambda: service_down(b), warm=lambda: warm_until(b, warm))
+                   lambda: service_down(b), warm=lambda: warm_until(b, warm, ctx=ctx), ctx=ctx)
         except (AgentError, RuntimeError) as e:
             NOT_RUN.append((exp, str(e)))
             say("  %s FAILED: %s" % (exp, e))
