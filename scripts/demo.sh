@@ -104,5 +104,6 @@ python3 scripts/bench.py --icount-only --quick --only redis --out "$out" >"$out/
 }
 grep -E 'instructions/req|NOT RUN|FAILED' "$out/log" || true
 grep -E '^\| redis_get.*instructions_per_req' "$out/table.md" |
-	awk -F'|' '{ printf "  %s %s: plain %s, XPS %s instructions per GET: %s\n", $2, $3, $5, $6, $7 }'
+	awk -F'|' '{ for (i = 2; i <= 7; i++) gsub(/^ +| +$/, "", $i)
+		printf "  %s, %s: plain %s, XPS %s instructions per GET (%s)\n", $2, $3, $5, $6, $7 }'
 rm -rf "$out"
