@@ -118,6 +118,85 @@ XPS_INLINE __u64 xps__inset(__u64 c, __u64 w0, __u64 w1)
 	       xps__mul01((w1 >> sh) & 1, xps_eq(hi, 1));
 }
 
+/*
+ * Eight bytes at a time.  The loops below take a run of ordinary bytes
+ * (header-name bytes, the value of a header the parser does not track,
+ * Host value bytes, the usual end of the request line) in one bpf_loop()
+ * iteration, and keep the byte-at-a-time state machine for the rest.
+ * Byte masks: 0x80 in each byte lane where the test holds, lane 0 the
+ * byte at the lowest address (little-endian loads).
+ */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the HTTP parser's word scans assume little-endian loads"
+#endif
+#define XPS__W8(x)	(0x0101010101010101ULL * (__u8)(x))
+#define XPS__W80	XPS__W8(0x80)
+#define XPS__W7F	XPS__W8(0x7f)
+
+/* The 8 bytes at buf[q]; the caller knows q + 8 <= len <= XPS_SCRATCH. */
+XPS_INLINE __u64 xps_http__w64(const struct xps_buf *buf, __u32 q)
+{
+	__u32 i = q;
+	__u64 w;
+
+	XPS__HIDE(i);
+	i &= XPS_SCRATCH_MASK;
+	if (i > XPS_SCRATCH - 8)	/* only for the verifier */
+		i = XPS_SCRATCH - 8;
+#if defined(__bpf__)
+	w = *(const __u64 *)(const void *)&buf->b[i];
+#else
+	__builtin_memcpy(&w, &buf->b[i], 8);
+#endif
+	return w;
+}
+
+/* Lanes of x (bytes < 0x80) in [lo, hi]: no carry crosses a lane. */
+XPS_INLINE __u64 xps_http__in(__u64 x, __u8 lo, __u8 hi)
+{
+	return (x + XPS__W8(0x80 - lo)) & ~(x + XPS__W8(0x7f - hi)) & XPS__W80;
+}
+
+/* Lanes of w equal to c.  Exact up to the first such lane, which is all
+ * xps_http__lead() looks at. */
+XPS_INLINE __u64 xps_http__eq(__u64 w, __u8 c)
+{
+	__u64 v = w ^ XPS__W8(c);
+
+	return (v - XPS__W8(1)) & ~v & XPS__W80;
+}
+
+/* Lanes before the first one set in @bad (8: none set). */
+XPS_INLINE __u64 xps_http__lead(__u64 bad)
+{
+	__u64 low = bad & (~bad + 1);
+
+	if (!bad)
+		return 8;
+	/* low >> 7 is 1 << 8j: the multiply puts j in the top byte */
+	return ((low >> 7) * 0x0001020304050607ULL) >> 56;
+}
+
+/* Header-name bytes (XPS__NAME0/1) of w, as lanes. */
+XPS_INLINE __u64 xps_http__name_lanes(__u64 w)
+{
+	__u64 x = w & XPS__W7F;
+
+	return (xps_http__in(x, '0', '9') | xps_http__in(x, 'A', 'Z') |
+		xps_http__in(x, 'a', 'z') | xps_http__in(x, '-', '-')) &
+	       ~w & XPS__W80;
+}
+
+/* Host value bytes (XPS__HOST0/1) of w, as lanes. */
+XPS_INLINE __u64 xps_http__host_lanes(__u64 w)
+{
+	__u64 x = w & XPS__W7F;
+
+	return (xps_http__in(x, '0', ':') | xps_http__in(x, 'A', 'Z') |
+		xps_http__in(x, 'a', 'z') | xps_http__in(x, '-', '.') |
+		xps_http__in(x, '_', '_')) & ~w & XPS__W80;
+}
+
 /* Bits of the header loop's state word. */
 #define XPS__H_IN_NAME		1	/* bit 0; bits 1-4: in CL, Connection,
 					 * User-Agent, Host; 5: TE; 6: Expect */
@@ -170,6 +249,31 @@ XPS_CALLBACK long xps_http__lbyte(__u64 idx, void *vx)
 	__u32 len = x->len;
 	__u64 q = x->p + (__u32)idx, sp, cr, nocr;
 
+	/*
+	 * " HTTP/1.1\r\n" or " HTTP/1.0\r\n", all before len and inside
+	 * the XPS_HTTP_HEAD_MAX bytes the byte loop would look at: what the
+	 * byte loop would do with these 11 bytes, in one step.
+	 */
+	if (q + 11 <= len && q + 11 <= x->p + XPS_HTTP_HEAD_MAX) {
+		__u64 w0 = xps_http__w64(buf, q), w1 = xps_http__w64(buf, q + 3);
+
+		__u64 v11 = xps_zero64(w1 ^ __builtin_bswap64(
+					XPS_PACK_BE("TP/1.1\r\n"))),
+		      v10 = xps_zero64(w1 ^ __builtin_bswap64(
+					XPS_PACK_BE("TP/1.0\r\n")));
+
+		if (xps_zero64(w0 ^ __builtin_bswap64(XPS_PACK_BE(" HTTP/1."))) &
+		    (v11 | v10)) {
+			x->odd = odd | cr_seen;
+			x->runs = runs + (prev_sp ^ 1);
+			x->hi = (lo << 8) | ' ';
+			x->lo = xps_sel(v11, XPS_PACK_BE("HTTP/1.1"),
+					XPS_PACK_BE("HTTP/1.0"));
+			x->nl = q + 11;
+			x->i = (__u32)idx + 10;
+			return 1;
+		}
+	}
 	c = XPS_AT(buf->b, q);
 	if (xps_ge(q, len) | xps_eq(c, '\n')) {
 		if (q < len)
@@ -231,9 +335,10 @@ XPS_GLOBAL int xps_http__line(const struct xps_buf *buf, __u32 len, __u32 p,
 /* State of the header pass between bpf_loop() iterations (in req->ws). */
 struct xps_http__hst {
 	__u64 f, cnt, L, ll, lraw, cl, lo, hi;
-	__u32 len, p;
+	__u32 len;
+	__u32 lim;		/* min(len, first byte + XPS_HTTP_HEAD_MAX) */
 	__u32 end;		/* position after the final LF, 0: none yet */
-	__u32 i;		/* bytes looked at */
+	__u32 q;		/* next byte to look at */
 };
 _Static_assert(sizeof(struct xps_http__hst) <= XPS_HTTP_WS,
 	       "header pass state must fit in struct xps_http_req.ws");
@@ -252,18 +357,88 @@ XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 	struct xps_http__hst *x = cx->st;
 	__u64 f = x->f, cnt = x->cnt, L = x->L, ll = x->ll, lraw = x->lraw,
 	      cl = x->cl, lo = x->lo, hi = x->hi, c;
-	__u32 len = x->len;
+	__u32 len = x->len, lim = x->lim;
 
+	/*
+	 * A run of 1 to 8 bytes the byte path below would only count
+	 * (value of a header not tracked: no CR, LF or NUL), count and
+	 * record as a name (header-name bytes), or count and mark as a
+	 * Host value (Host bytes, no space): all of it at once.
+	 */
+	/*
+	 * CR LF in one step: the end of a value line (a new line, in its
+	 * name), or the empty line that ends the head.
+	 */
+	if (x->q + 2 <= lim) {
+		__u32 q = x->q;
+
+		if (XPS_AT(buf->b, q) == '\r' && XPS_AT(buf->b, q + 1) == '\n') {
+			if (!(f & 1)) {
+				x->f = (f & ~(__u64)0x1f) | XPS__H_IN_NAME;
+				x->ll = 0;
+				x->L = 0;
+				x->lo = 0;
+				x->hi = 0;
+				x->lraw = 0;
+				x->q = q + 2;
+				return 0;
+			}
+			if (!ll) {
+				x->end = q + 2;
+				return 1;
+			}
+		}
+	}
+	if (x->q + 8 <= lim) {
+		__u32 q = x->q;
+		__u64 w = xps_http__w64(buf, q), good, k, t;
+
+		if (f & 1)
+			good = xps_http__name_lanes(w);
+		else if (!(f & 0x1e))
+			good = ~(xps_http__eq(w, 0) | xps_http__eq(w, '\r') |
+				 xps_http__eq(w, '\n')) & XPS__W80;
+		else if (f & (1 << 4))
+			good = xps_http__host_lanes(w);
+		else
+			good = 0;
+		k = xps_http__lead(~good & XPS__W80);
+		if (k) {
+			if (f & 1) {
+				/* names: lower case, shifted into hi:lo */
+				t = __builtin_bswap64(w | XPS__W8(0x20)) >>
+				    (64 - 8 * k);
+				if (k == 8) {
+					hi = lo;
+					lo = t;
+				} else {
+					hi = (hi << (8 * k)) |
+					     (lo >> (64 - 8 * k));
+					lo = (lo << (8 * k)) | t;
+				}
+				x->lo = lo;
+				x->hi = hi;
+				x->L = L + k;
+			} else if (f & 0x1e) {
+				x->cnt = cnt | 1ULL << 56;	/* Host */
+			}
+			/* untracked values: lo, hi, lraw are not looked
+			 * at before the LF clears them */
+			x->ll = ll + k;
+			x->q = q + k;
+			return 0;
+		}
+	}
 	{
-		__u64 q = x->p + (__u32)idx, lf, cr, colon, namech, valch, lcc,
+		__u64 q = x->q, lf, cr, colon, namech, valch, lcc,
 		      dig, sp, c2, in_name, v, m;
 
+		if (q >= lim)
+			return 1;	/* len, or XPS_HTTP_HEAD_MAX bytes */
 		c = XPS_AT(buf->b, q);
 		lf = xps_eq(c, '\n');
-		if (xps_ge(q, len) | (lf & xps_zero64(ll))) {
-			if (q < len)
-				x->end = q + 1;
-			x->i = (__u32)idx;
+		if (lf & xps_zero64(ll)) {
+			x->end = q + 1;
 			return 1;
 		}
 		in_name = f & 1;
@@ -353,7 +528,7 @@ XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 	x->cl = cl;
 	x->lo = lo;
 	x->hi = hi;
-	x->i = (__u32)idx + 1;
+	x->q++;
 	return 0;
 }
 
@@ -476,14 +651,18 @@ XPS_GLOBAL int xps_http__rest(const struct xps_buf *buf, __u32 len,
 	x = (struct xps_http__hst *)(void *)req->ws;
 	__builtin_memset(x, 0, sizeof(*x));
 	x->len = len;
-	x->p = req->head_len;
+	x->q = req->head_len;
+	x->lim = len < x->q + XPS_HTTP_HEAD_MAX ? len :
+						  x->q + XPS_HTTP_HEAD_MAX;
 	x->f = XPS__H_IN_NAME;
 	req->head_len = 0;
 	cx.buf = buf;
 	cx.st = x;
+	/* Each iteration takes one byte or more. */
 	XPS_LOOP(XPS_HTTP_HEAD_MAX, xps_http__hbyte, &cx);
 	if (!x->end) {
-		if (x->p + x->i < len)
+		/* stopped at XPS_HTTP_HEAD_MAX bytes, before len */
+		if (x->q < len)
 			req->flags |= XPS_F_TOO_BIG;
 		goto more;
 	}
