@@ -238,6 +238,21 @@ struct xps_http__lctx {
 };
 
 /* One request-line byte: buf[p + idx].  Returns 1 at the LF. */
+/* URI bytes this parser calls plain (XPS__URI0/1) of w, as lanes. */
+XPS_INLINE __u64 xps_http__uri_lanes(__u64 w)
+{
+	__u64 x = w & XPS__W7F;
+
+	return (xps_http__in(x, '!', '!') | xps_http__in(x, '$', '$') |
+		xps_http__in(x, '&', ';') | xps_http__in(x, '=', '=') |
+		xps_http__in(x, '?', 'Z') | xps_http__in(x, '_', '_') |
+		xps_http__in(x, 'a', 'z') | xps_http__in(x, '~', '~')) &
+	       ~w & XPS__W80;
+}
+
+/* One step of the request line from buf[p + x->i]: a run of plain URI
+ * bytes, then the usual end of the line or one byte.  Returns 1 at the
+ * LF, at len, or after XPS_HTTP_HEAD_MAX bytes. */
 XPS_CALLBACK long xps_http__lbyte(__u64 idx, void *vx)
 {
 	struct xps_http__lctx *cx = vx;
@@ -246,17 +261,46 @@ XPS_CALLBACK long xps_http__lbyte(__u64 idx, void *vx)
 	__u64 c, odd = x->odd, runs = x->runs, prev_sp = x->prev_sp,
 	      prev_sl = x->prev_sl, lo = x->lo, hi = x->hi,
 	      cr_seen = x->cr_seen;
-	__u32 len = x->len;
-	__u64 q = x->p + (__u32)idx, sp, cr, nocr;
+	__u32 len = x->len, lim = len < x->p + XPS_HTTP_HEAD_MAX ?
+				  len : x->p + XPS_HTTP_HEAD_MAX;
+	__u64 q = x->p + x->i, sp, cr, nocr;
 
+	/*
+	 * Up to 8 plain URI bytes: what the byte path below does with
+	 * them ("/." is odd, so is any byte after a CR).
+	 */
+	if (q + 8 <= lim) {
+		__u64 w = xps_http__w64(buf, q), k, x7, sl, dot, lanes;
+
+		k = xps_http__lead(~xps_http__uri_lanes(w) & XPS__W80);
+		if (k) {
+			lanes = k == 8 ? ~0ULL : (1ULL << (8 * k)) - 1;
+			x7 = w & XPS__W7F;
+			sl = xps_http__in(x7, '/', '/');
+			dot = xps_http__in(x7, '.', '.');
+			odd |= xps_zero64(((sl << 8) & dot & lanes) |
+					  ((prev_sl << 7) & dot)) ^ 1;
+			odd |= cr_seen;
+			prev_sp = 0;
+			prev_sl = (sl >> (8 * k - 1)) & 1;
+			if (k == 8) {
+				hi = lo;
+				lo = __builtin_bswap64(w);
+			} else {
+				hi = (hi << (8 * k)) | (lo >> (64 - 8 * k));
+				lo = (lo << (8 * k)) |
+				     (__builtin_bswap64(w) >> (64 - 8 * k));
+			}
+			q += k;
+		}
+	}
 	/*
 	 * " HTTP/1.1\r\n" or " HTTP/1.0\r\n", all before len and inside
 	 * the XPS_HTTP_HEAD_MAX bytes the byte loop would look at: what the
-	 * byte loop would do with these 11 bytes, in one step.
+	 * byte path would do with these 11 bytes, in one step.
 	 */
-	if (q + 11 <= len && q + 11 <= x->p + XPS_HTTP_HEAD_MAX) {
+	if (q + 11 <= lim) {
 		__u64 w0 = xps_http__w64(buf, q), w1 = xps_http__w64(buf, q + 3);
-
 		__u64 v11 = xps_zero64(w1 ^ __builtin_bswap64(
 					XPS_PACK_BE("TP/1.1\r\n"))),
 		      v10 = xps_zero64(w1 ^ __builtin_bswap64(
@@ -270,15 +314,28 @@ XPS_CALLBACK long xps_http__lbyte(__u64 idx, void *vx)
 			x->lo = xps_sel(v11, XPS_PACK_BE("HTTP/1.1"),
 					XPS_PACK_BE("HTTP/1.0"));
 			x->nl = q + 11;
-			x->i = (__u32)idx + 10;
+			x->i = q + 10 - x->p;
 			return 1;
 		}
 	}
+	x->i = q - x->p;
+	if (q >= lim) {
+		/* len, or XPS_HTTP_HEAD_MAX bytes: the caller tells */
+		x->odd = odd;
+		x->prev_sp = prev_sp;
+		x->prev_sl = prev_sl;
+		x->lo = lo;
+		x->hi = hi;
+		return 1;
+	}
 	c = XPS_AT(buf->b, q);
-	if (xps_ge(q, len) | xps_eq(c, '\n')) {
-		if (q < len)
-			x->nl = q + 1;	/* + 1: 0 means not found */
-		x->i = (__u32)idx;
+	if (c == '\n') {
+		x->nl = q + 1;	/* + 1: 0 means not found */
+		x->odd = odd;
+		x->prev_sp = prev_sp;
+		x->prev_sl = prev_sl;
+		x->lo = lo;
+		x->hi = hi;
 		return 1;
 	}
 	sp = xps_eq(c, ' ');
@@ -300,7 +357,7 @@ XPS_CALLBACK long xps_http__lbyte(__u64 idx, void *vx)
 	x->lo = lo;
 	x->hi = hi;
 	x->cr_seen = cr_seen;
-	x->i = (__u32)idx + 1;
+	x->i = q + 1 - x->p;
 	return 0;
 }
 
@@ -330,6 +387,24 @@ XPS_GLOBAL int xps_http__line(const struct xps_buf *buf, __u32 len, __u32 p,
 	out->odd |= xps_zero64(out->runs ^ 1) ^ 1;
 	out->odd |= xps_zero64((out->hi & 0xff) ^ ' ') ^ 1;
 	return (int)out->nl;
+}
+
+/*
+ * Which header a name is, at its ':' (bit 1 Content-Length, 2 Connection,
+ * 3 User-Agent, 4 Host, 5 Transfer-Encoding, 6 Expect).  The first byte
+ * of transfer-encoding is not compared: a false match only makes the
+ * request pass.
+ */
+XPS_INLINE __u64 xps_http__hmatch(__u64 lo, __u64 hi, __u64 L)
+{
+	return (XPS__HNAME(lo, hi, L, "content-length") << 1) |
+	       (XPS__HNAME(lo, hi, L, "connection") << 2) |
+	       (XPS__HNAME(lo, hi, L, "user-agent") << 3) |
+	       (XPS__HNAME(lo, hi, L, "host") << 4) |
+	       (xps_zero64(L ^ 17) &
+		xps_zero64(lo ^ XPS_PACK_BE("transfer-encoding")) &
+		xps_zero64(hi ^ XPS_PACK_BE_HI("transfer-encoding"))) << 5 |
+	       XPS__HNAME(lo, hi, L, "expect") << 6;
 }
 
 /* State of the header pass between bpf_loop() iterations (in req->ws). */
@@ -391,7 +466,7 @@ XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 	}
 	if (x->q + 8 <= lim) {
 		__u32 q = x->q;
-		__u64 w = xps_http__w64(buf, q), good, k, t;
+		__u64 w = xps_http__w64(buf, q), good, k, t, m, c1, j, d;
 
 		if (f & 1)
 			good = xps_http__name_lanes(w);
@@ -400,30 +475,76 @@ XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 				 xps_http__eq(w, '\n')) & XPS__W80;
 		else if (f & (1 << 4))
 			good = xps_http__host_lanes(w);
+		else if ((f & (1 << 1)) && !((f >> XPS__H_CLDONE_BIT) & 1))
+			good = xps_http__in(w & XPS__W7F, '0', '9') & ~w &
+			       XPS__W80;
 		else
 			good = 0;
 		k = xps_http__lead(~good & XPS__W80);
-		if (k) {
-			if (f & 1) {
-				/* names: lower case, shifted into hi:lo */
+		if (f & 1) {
+			/* names: lower case, shifted into hi:lo */
+			if (k == 8) {
+				hi = lo;
+				lo = __builtin_bswap64(w | XPS__W8(0x20));
+			} else if (k) {
 				t = __builtin_bswap64(w | XPS__W8(0x20)) >>
 				    (64 - 8 * k);
-				if (k == 8) {
-					hi = lo;
-					lo = t;
-				} else {
-					hi = (hi << (8 * k)) |
-					     (lo >> (64 - 8 * k));
-					lo = (lo << (8 * k)) | t;
+				hi = (hi << (8 * k)) | (lo >> (64 - 8 * k));
+				lo = (lo << (8 * k)) | t;
+			}
+			L += k;
+			ll += k;
+			/* the ':' after the name, and one space after it:
+			 * what the byte path does with them */
+			if (k < 8 && ((w >> (8 * k)) & 0xff) == ':') {
+				m = xps_http__hmatch(lo, hi, L);
+				f = (f & ~(__u64)0x1f) | m;
+				cnt += ((m >> 1) & 1) | ((m >> 2) & 1) << 16 |
+				       ((m >> 4) & 1) << 32;
+				lo = 0;
+				hi = 0;
+				lraw = 0;
+				ll++;
+				k++;
+				if (k < 8 && ((w >> (8 * k)) & 0xff) == ' ') {
+					lo = ' ';
+					lraw = ' ';
+					/* Content-Length: a space after
+					 * digits ends them */
+					f |= ((m >> 1) & 1 &
+					      (xps_zero64((cnt >> 48) & 0xff) ^ 1))
+					     << XPS__H_CLDONE_BIT;
+					ll++;
+					k++;
 				}
+			}
+			if (k) {
+				x->f = f;
+				x->cnt = cnt;
 				x->lo = lo;
 				x->hi = hi;
-				x->L = L + k;
-			} else if (f & 0x1e) {
-				x->cnt = cnt | 1ULL << 56;	/* Host */
+				x->lraw = lraw;
+				x->L = L;
+				x->ll = ll;
+				x->q = q + k;
+				return 0;
 			}
-			/* untracked values: lo, hi, lraw are not looked
-			 * at before the LF clears them */
+		} else if (k) {
+			if (f & (1 << 4)) {
+				cnt |= 1ULL << 56;	/* Host */
+			} else if (f & (1 << 1)) {
+				/* Content-Length digits */
+				for (j = 0; j < 8; j++) {
+					d = ((w >> (8 * j)) & 0xff) - '0';
+					c1 = xps_ge(j, k) ^ 1;
+					cl = xps_sel(c1, cl * 10 + d, cl);
+				}
+				cnt += k << 48;
+				x->cl = cl;
+			}
+			/* lo, hi, lraw: only Connection and User-Agent
+			 * values look at them, and the LF clears them */
+			x->cnt = cnt;
 			x->ll = ll + k;
 			x->q = q + k;
 			return 0;
@@ -458,18 +579,8 @@ XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 		v |= lf & in_name;
 		f |= v << XPS__H_ODD_BIT;
 
-		/* Name complete: which header is it?  The first byte
-		 * of transfer-encoding is not compared: a false match
-		 * only makes the request pass. */
-		m = (XPS__HNAME(lo, hi, L, "content-length") << 1) |
-		    (XPS__HNAME(lo, hi, L, "connection") << 2) |
-		    (XPS__HNAME(lo, hi, L, "user-agent") << 3) |
-		    (XPS__HNAME(lo, hi, L, "host") << 4) |
-		    (xps_zero64(L ^ 17) &
-		     xps_zero64(lo ^ XPS_PACK_BE("transfer-encoding")) &
-		     xps_zero64(hi ^ XPS_PACK_BE_HI("transfer-encoding"))) << 5 |
-		    XPS__HNAME(lo, hi, L, "expect") << 6;
-		m = xps__mul01(m, colon);
+		/* Name complete: which header is it? */
+		m = xps__mul01(xps_http__hmatch(lo, hi, L), colon);
 		/* cur_* bits 1-4 follow the header of this line;
 		 * TE and Expect (5, 6) stick. */
 		f = (f & ~xps__mul01(0x1e, colon)) | m;

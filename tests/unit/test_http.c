@@ -218,6 +218,56 @@ static const char *const pieces[] = {
 	"value with spaces and ; , = \" ' ( ) punctuation ~ ` | { }",
 };
 
+/* Cases the word scans treat apart, each at every length. */
+static const char *const ref_cases[] = {
+	"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
+	"POST / HTTP/1.1\r\nHost: x\r\nContent-Length:5\r\ncontent-length: 5\r\n\r\nhello",
+	"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5 5\r\n\r\nhello",
+	"POST / HTTP/1.1\r\nHost: x\r\nContent-Length:  05\r\n\r\nhello",
+	"POST / HTTP/1.1\r\nContent-Length: 12345678901\r\nHost: a.b\r\n\r\n",
+	"POST / HTTP/1.1\r\nContent-Length: 123456789012345678901234567890\r\nHost: a.b\r\n\r\n",
+	"POST / HTTP/1.1\r\nConnection: keep-alive\r\nUser-Agent: Mozilla MSIE 6\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\nUser-Agent: MSIE 6\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\nUser-Agent:Chrome/1\r\nHost: h\r\n\r\n",
+	"GET / HTTP/1.0\r\nConnection:  Keep-Alive\r\n\r\n",
+	"GET / HTTP/1.0\r\nConnection: close\r\n\r\n",
+	"GET / HTTP/1.0\r\nConnection:close\r\n\r\n",
+	"GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: 10.0.2.15:17720\r\nHost: 10.0.2.15:17720\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost:  \r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: a b\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: ab/cd.example\r\n\r\n",
+	"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\nExpect: 100-continue\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\nXHost: h\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost-: h\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\nContent-Lengthy: 5\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\n:\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\nA: b\rc\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\nAbcdefgh: b\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\nAbcdefg: b\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\nAbcdefghijklmnop:\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\n Folded: b\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\n\r\r\n",
+	"POST / HTTP/1.1\r\nHost: h\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\n\n",
+	"POST /  HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST  / HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST /. HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1 \r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.0\r\n\r\n",
+	"POST / HTTP/1.0\n\n",
+	"POST /x/y/z?abc=def HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST /abcdef/./x HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST /abcdefg/.x HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST /abcdef/.. HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST /~user/!$&'()*+,;=:@_-.txt?a=b/c HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST /a\"b<c>d[e]f^g`h{i|j}k\\l%m#n HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST /\x7f\x80\xff HTTP/1.1\r\nHost: h\r\n\r\n",
+};
+
 static void test_reference(void)
 {
 	static __u8 a[XPS_SCRATCH];
@@ -241,6 +291,19 @@ static void test_reference(void)
 			}
 		h_end();
 	}
+
+	h_begin("http reference: word-scan cases, every prefix, every offset to 9");
+	for (i = 0; i < N(ref_cases); i++) {
+		__u32 rn = strlen(ref_cases[i]);
+
+		for (off = 0; off < 10; off++)
+			for (n = 0; n <= rn; n++) {
+				memset(a, off & 1 ? '\n' : 0, sizeof(a));
+				memcpy(a + off, ref_cases[i], n);
+				CHECK(!diff_one(a, off + n, off), "case %zu, %u bytes at %u differ", i, n, off);
+			}
+	}
+	h_end();
 
 	h_begin("http reference: 300,000 requests built from pieces and mutated");
 	for (it = 0; it < 300000 && bad < 5; it++) {
