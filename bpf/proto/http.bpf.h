@@ -223,13 +223,6 @@ struct xps_http_line {
 	__u32 len, p, i;
 };
 
-/*
- * Rest of the request line from buf[p], branch-free but for its one exit
- * test.  Plain means: "/" path of plain bytes, no "/.", exactly one run of
- * spaces (before the version), a CR only right before the LF, and the
- * line ends in "HTTP/1.0" or "HTTP/1.1".  A global function: the byte loop
- * is verified once.
- */
 /* State of the request-line pass between bpf_loop() iterations (in the
  * caller's struct xps_http_line). */
 struct xps_http__lctx {
@@ -362,11 +355,12 @@ XPS_CALLBACK long xps_http__lbyte(__u64 idx, void *vx)
 }
 
 /*
- * Rest of the request line from buf[p], branch-free but for its one exit
- * test.  Plain means: "/" path of plain bytes, no "/.", exactly one run of
- * spaces (before the version), a CR only right before the LF, and the
- * line ends in "HTTP/1.0" or "HTTP/1.1".  A global function; the byte loop
- * is a bpf_loop() callback.
+ * Rest of the request line from buf[p].  Plain means: "/" path of plain
+ * bytes, no "/.", exactly one run of spaces (before the version), a CR
+ * only right before the LF, and the line ends in "HTTP/1.0" or
+ * "HTTP/1.1".  A global function; the loop is a bpf_loop() callback that
+ * takes a run of plain URI bytes and the usual end of the line in one
+ * iteration, any other byte alone (branch-free).
  */
 XPS_GLOBAL int xps_http__line(const struct xps_buf *buf, __u32 len, __u32 p,
 			      struct xps_http_line *out)
@@ -424,7 +418,9 @@ struct xps_http__hctx {
 	struct xps_http__hst *st;
 };
 
-/* One header byte: buf[p + idx].  Returns 1 at the end of the head. */
+/* One step of the header pass from buf[x->q]: a run of bytes, CR LF, or
+ * one byte.  Returns 1 at the end of the head, at len, or after
+ * XPS_HTTP_HEAD_MAX bytes. */
 XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 {
 	struct xps_http__hctx *cx = vx;
@@ -545,6 +541,18 @@ XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 			/* lo, hi, lraw: only Connection and User-Agent
 			 * values look at them, and the LF clears them */
 			x->cnt = cnt;
+			if (k <= 6 && ((w >> (8 * k)) & 0xffff) == 0x0a0d) {
+				/* and the CR LF that ends the line, as
+				 * the CR LF step above takes it */
+				x->f = (f & ~(__u64)0x1f) | XPS__H_IN_NAME;
+				x->ll = 0;
+				x->L = 0;
+				x->lo = 0;
+				x->hi = 0;
+				x->lraw = 0;
+				x->q = q + k + 2;
+				return 0;
+			}
 			x->ll = ll + k;
 			x->q = q + k;
 			return 0;
@@ -741,9 +749,10 @@ bad:
 }
 
 /*
- * Second half: the headers from buf[req->head_len], one branch-free pass
- * until the empty line (the byte loop is a bpf_loop() callback, verified
- * until it converges rather than once per byte), then the verdict.  A
+ * Second half: the headers from buf[req->head_len], one pass until the
+ * empty line (a bpf_loop() callback, verified until it converges rather
+ * than once per byte: runs of ordinary bytes 8 at a time, any other byte
+ * alone, branch-free), then the verdict.  A
  * global function, called by xps_http_parse() itself rather than by
  * xps_http__head(), to keep the call chain (and its stack) short.
  */
