@@ -428,7 +428,7 @@ XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 	struct xps_http__hst *x = cx->st;
 	__u64 f = x->f, cnt = x->cnt, L = x->L, ll = x->ll, lraw = x->lraw,
 	      cl = x->cl, lo = x->lo, hi = x->hi, c;
-	__u32 len = x->len, lim = x->lim;
+	__u32 len = x->len, lim = x->lim, r;
 
 	/*
 	 * A run of 1 to 8 bytes the byte path below would only count
@@ -460,103 +460,119 @@ XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 			}
 		}
 	}
-	if (x->q + 8 <= lim) {
-		__u32 q = x->q;
-		__u64 w = xps_http__w64(buf, q), good, k, t, m, c1, j, d;
+	/* Up to two words per iteration: a run of 8 goes on with the next. */
+	for (r = 0; r < 2; r++) {
+		f = x->f;
+		cnt = x->cnt;
+		L = x->L;
+		ll = x->ll;
+		lraw = x->lraw;
+		cl = x->cl;
+		lo = x->lo;
+		hi = x->hi;
+		if (x->q + 8 <= lim) {
+			__u32 q = x->q;
+			__u64 w = xps_http__w64(buf, q), good, k, t, m, c1, j, d;
 
-		if (f & 1)
-			good = xps_http__name_lanes(w);
-		else if (!(f & 0x1e))
-			good = ~(xps_http__eq(w, 0) | xps_http__eq(w, '\r') |
-				 xps_http__eq(w, '\n')) & XPS__W80;
-		else if (f & (1 << 4))
-			good = xps_http__host_lanes(w);
-		else if ((f & (1 << 1)) && !((f >> XPS__H_CLDONE_BIT) & 1))
-			good = xps_http__in(w & XPS__W7F, '0', '9') & ~w &
-			       XPS__W80;
-		else
-			good = 0;
-		k = xps_http__lead(~good & XPS__W80);
-		if (f & 1) {
-			/* names: lower case, shifted into hi:lo */
-			if (k == 8) {
-				hi = lo;
-				lo = __builtin_bswap64(w | XPS__W8(0x20));
-			} else if (k) {
-				t = __builtin_bswap64(w | XPS__W8(0x20)) >>
-				    (64 - 8 * k);
-				hi = (hi << (8 * k)) | (lo >> (64 - 8 * k));
-				lo = (lo << (8 * k)) | t;
-			}
-			L += k;
-			ll += k;
-			/* the ':' after the name, and one space after it:
-			 * what the byte path does with them */
-			if (k < 8 && ((w >> (8 * k)) & 0xff) == ':') {
-				m = xps_http__hmatch(lo, hi, L);
-				f = (f & ~(__u64)0x1f) | m;
-				cnt += ((m >> 1) & 1) | ((m >> 2) & 1) << 16 |
-				       ((m >> 4) & 1) << 32;
-				lo = 0;
-				hi = 0;
-				lraw = 0;
-				ll++;
-				k++;
-				if (k < 8 && ((w >> (8 * k)) & 0xff) == ' ') {
-					lo = ' ';
-					lraw = ' ';
-					/* Content-Length: a space after
-					 * digits ends them */
-					f |= ((m >> 1) & 1 &
-					      (xps_zero64((cnt >> 48) & 0xff) ^ 1))
-					     << XPS__H_CLDONE_BIT;
+			if (f & 1)
+				good = xps_http__name_lanes(w);
+			else if (!(f & 0x1e))
+				good = ~(xps_http__eq(w, 0) | xps_http__eq(w, '\r') |
+					 xps_http__eq(w, '\n')) & XPS__W80;
+			else if (f & (1 << 4))
+				good = xps_http__host_lanes(w);
+			else if ((f & (1 << 1)) && !((f >> XPS__H_CLDONE_BIT) & 1))
+				good = xps_http__in(w & XPS__W7F, '0', '9') & ~w &
+				       XPS__W80;
+			else
+				good = 0;
+			k = xps_http__lead(~good & XPS__W80);
+			if (f & 1) {
+				/* names: lower case, shifted into hi:lo */
+				if (k == 8) {
+					hi = lo;
+					lo = __builtin_bswap64(w | XPS__W8(0x20));
+				} else if (k) {
+					t = __builtin_bswap64(w | XPS__W8(0x20)) >>
+					    (64 - 8 * k);
+					hi = (hi << (8 * k)) | (lo >> (64 - 8 * k));
+					lo = (lo << (8 * k)) | t;
+				}
+				L += k;
+				ll += k;
+				/* the ':' after the name, and one space after it:
+				 * what the byte path does with them */
+				if (k < 8 && ((w >> (8 * k)) & 0xff) == ':') {
+					m = xps_http__hmatch(lo, hi, L);
+					f = (f & ~(__u64)0x1f) | m;
+					cnt += ((m >> 1) & 1) | ((m >> 2) & 1) << 16 |
+					       ((m >> 4) & 1) << 32;
+					lo = 0;
+					hi = 0;
+					lraw = 0;
 					ll++;
 					k++;
+					if (k < 8 && ((w >> (8 * k)) & 0xff) == ' ') {
+						lo = ' ';
+						lraw = ' ';
+						/* Content-Length: a space after
+						 * digits ends them */
+						f |= ((m >> 1) & 1 &
+						      (xps_zero64((cnt >> 48) & 0xff) ^ 1))
+						     << XPS__H_CLDONE_BIT;
+						ll++;
+						k++;
+					}
 				}
-			}
-			if (k) {
-				x->f = f;
+				if (k) {
+					x->f = f;
+					x->cnt = cnt;
+					x->lo = lo;
+					x->hi = hi;
+					x->lraw = lraw;
+					x->L = L;
+					x->ll = ll;
+					x->q = q + k;
+					if (k == 8 && !r)
+						continue;
+					return 0;
+				}
+			} else if (k) {
+				if (f & (1 << 4)) {
+					cnt |= 1ULL << 56;	/* Host */
+				} else if (f & (1 << 1)) {
+					/* Content-Length digits */
+					for (j = 0; j < 8; j++) {
+						d = ((w >> (8 * j)) & 0xff) - '0';
+						c1 = xps_ge(j, k) ^ 1;
+						cl = xps_sel(c1, cl * 10 + d, cl);
+					}
+					cnt += k << 48;
+					x->cl = cl;
+				}
+				/* lo, hi, lraw: only Connection and User-Agent
+				 * values look at them, and the LF clears them */
 				x->cnt = cnt;
-				x->lo = lo;
-				x->hi = hi;
-				x->lraw = lraw;
-				x->L = L;
-				x->ll = ll;
-				x->q = q + k;
-				return 0;
-			}
-		} else if (k) {
-			if (f & (1 << 4)) {
-				cnt |= 1ULL << 56;	/* Host */
-			} else if (f & (1 << 1)) {
-				/* Content-Length digits */
-				for (j = 0; j < 8; j++) {
-					d = ((w >> (8 * j)) & 0xff) - '0';
-					c1 = xps_ge(j, k) ^ 1;
-					cl = xps_sel(c1, cl * 10 + d, cl);
+				if (k <= 6 && ((w >> (8 * k)) & 0xffff) == 0x0a0d) {
+					/* and the CR LF that ends the line, as
+					 * the CR LF step above takes it */
+					x->f = (f & ~(__u64)0x1f) | XPS__H_IN_NAME;
+					x->ll = 0;
+					x->L = 0;
+					x->lo = 0;
+					x->hi = 0;
+					x->lraw = 0;
+					x->q = q + k + 2;
+					return 0;
 				}
-				cnt += k << 48;
-				x->cl = cl;
-			}
-			/* lo, hi, lraw: only Connection and User-Agent
-			 * values look at them, and the LF clears them */
-			x->cnt = cnt;
-			if (k <= 6 && ((w >> (8 * k)) & 0xffff) == 0x0a0d) {
-				/* and the CR LF that ends the line, as
-				 * the CR LF step above takes it */
-				x->f = (f & ~(__u64)0x1f) | XPS__H_IN_NAME;
-				x->ll = 0;
-				x->L = 0;
-				x->lo = 0;
-				x->hi = 0;
-				x->lraw = 0;
-				x->q = q + k + 2;
+				x->ll = ll + k;
+				x->q = q + k;
+				if (k == 8 && !r)
+					continue;
 				return 0;
 			}
-			x->ll = ll + k;
-			x->q = q + k;
-			return 0;
 		}
+		break;	/* no run here: one byte */
 	}
 	{
 		__u64 q = x->q, lf, cr, colon, namech, valch, lcc,
