@@ -431,12 +431,6 @@ XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 	__u32 len = x->len, lim = x->lim, r;
 
 	/*
-	 * A run of 1 to 8 bytes the byte path below would only count
-	 * (value of a header not tracked: no CR, LF or NUL), count and
-	 * record as a name (header-name bytes), or count and mark as a
-	 * Host value (Host bytes, no space): all of it at once.
-	 */
-	/*
 	 * CR LF in one step: the end of a value line (a new line, in its
 	 * name), or the empty line that ends the head.
 	 */
@@ -460,7 +454,14 @@ XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 			}
 		}
 	}
-	/* Up to two words per iteration: a run of 8 goes on with the next. */
+	/*
+	 * A run of 1 to 8 bytes the byte path below would only count
+	 * (value of a header not tracked: no CR, LF or NUL), count and
+	 * record as a name (header-name bytes), count and mark as a Host
+	 * value (Host bytes, no space), or add to Content-Length (digits):
+	 * all of it at once.  Up to two words per iteration: a run of 8
+	 * goes on with the next.
+	 */
 	for (r = 0; r < 2; r++) {
 		f = x->f;
 		cnt = x->cnt;
