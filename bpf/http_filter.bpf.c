@@ -25,6 +25,20 @@ struct http_scratch {
 	__u8 in[XPS_SCRATCH];
 	__u8 out[XPS_SCRATCH];
 	struct xps_http_req req;
+	/*
+	 * out[] keeps the last reply this CPU encoded, for as long as what
+	 * it was made of does not change: the second of its Date, the
+	 * status and HEAD bit (how), the server token.  0 bytes: none.
+	 */
+	__u32 out_len;
+	__u32 out_how;
+	__u64 out_secs;
+	__u32 out_server_len;
+	__u32 pad;
+	__u64 out_server[HTTP_SERVER_MAX / 8];
+	/* here rather than on the stack (the stock TX path's frames) */
+	__u8 date[XPS_HTTP_DATE_LEN + 3];
+	struct http_method_key key;
 };
 
 struct {
@@ -41,6 +55,13 @@ static __always_inline __u32 head_flag(const struct xps_http_req *req)
 
 	return m[0] == 'H' && m[1] == 'E' && m[2] == 'A' && m[3] == 'D' &&
 	       !m[4] ? XPS_REQ_NOBODY : 0;
+}
+
+/* Word @i of the server token: 8-byte loads at offset 4 of the state map
+ * value, which x86 (and the verifier there) takes unaligned. */
+static __always_inline __u64 server_word(const struct http_state *st, __u32 i)
+{
+	return ((const __u64 *)(const void *)st->server)[i];
 }
 
 /* Requests walked per segment to count them; more: the count is lost. */
@@ -94,12 +115,11 @@ SEC("xps")
 int xps_http_filter(struct __sk_buff *skb)
 {
 	struct xps_conn_hstate *cs = xps_conn_state(skb);
-	struct http_method_key key = {};
 	struct http_scratch *sc;
 	struct http_action *act;
 	struct http_state *st;
-	__u32 zero = 0, len = xps_len(skb), n, out, start = 0;
-	__u8 date[XPS_HTTP_DATE_LEN];
+	__u32 zero = 0, len = xps_len(skb), n, out, start = 0, how, slen, i;
+	__u64 diff;
 	__u64 secs;
 	int kind;
 
@@ -133,20 +153,37 @@ int xps_http_filter(struct __sk_buff *skb)
 	    (sc->req.flags & XPS_HTTP_F_UNMODELLED) || !xps_may_consume(skb))
 		goto pass;
 
-	__builtin_memcpy(key.m, sc->req.method, HTTP_METHOD_LEN);
-	act = xps_data_lookup(&key);
+	__builtin_memcpy(sc->key.m, sc->req.method, HTTP_METHOD_LEN);
+	act = xps_data_lookup(&sc->key);
 	if (!act)
 		goto pass;
 	if (act->status == 444)
 		return xps_reset(skb);
 
 	secs = (bpf_ktime_get_tai_ns() - st->tai_minus_utc_ns) / 1000000000ull;
-	xps_http_fmt_date(date, secs);
-	out = xps_http_encode_error(sc->out, act->status, st->server,
-				    st->server_len > HTTP_SERVER_MAX ?
-				    HTTP_SERVER_MAX : st->server_len, date,
-				    1, key.m[0] == 'H' && key.m[1] == 'E' &&
-				    key.m[2] == 'A' && key.m[3] == 'D' && !key.m[4]);
+	slen = st->server_len > HTTP_SERVER_MAX ? HTTP_SERVER_MAX :
+						  st->server_len;
+	how = act->status | (sc->key.m[0] == 'H' && sc->key.m[1] == 'E' &&
+			     sc->key.m[2] == 'A' && sc->key.m[3] == 'D' &&
+			     !sc->key.m[4]) << 17;
+	/* The reply this CPU encoded last, if it is the same reply. */
+	diff = (sc->out_secs ^ secs) | (sc->out_how ^ how) |
+	       (sc->out_server_len ^ slen) | !sc->out_len;
+	for (i = 0; i < HTTP_SERVER_MAX / 8; i++)
+		diff |= sc->out_server[i] ^ server_word(st, i);
+	if (diff) {
+		xps_http_fmt_date(sc->date, secs);
+		out = xps_http_encode_error(sc->out, act->status, st->server,
+					    slen, sc->date, 1, (how >> 17) & 1);
+		sc->out_len = out;
+		sc->out_how = how;
+		sc->out_secs = secs;
+		sc->out_server_len = slen;
+		for (i = 0; i < HTTP_SERVER_MAX / 8; i++)
+			sc->out_server[i] =
+				server_word(st, i);
+	}
+	out = sc->out_len;
 	barrier_var(out);
 	if (out < 1 || out > XPS_SCRATCH)	/* only for the verifier */
 		goto pass;

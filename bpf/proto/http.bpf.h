@@ -118,6 +118,85 @@ XPS_INLINE __u64 xps__inset(__u64 c, __u64 w0, __u64 w1)
 	       xps__mul01((w1 >> sh) & 1, xps_eq(hi, 1));
 }
 
+/*
+ * Eight bytes at a time.  The loops below take a run of ordinary bytes
+ * (header-name bytes, the value of a header the parser does not track,
+ * Host value bytes, the usual end of the request line) in one bpf_loop()
+ * iteration, and keep the byte-at-a-time state machine for the rest.
+ * Byte masks: 0x80 in each byte lane where the test holds, lane 0 the
+ * byte at the lowest address (little-endian loads).
+ */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the HTTP parser's word scans assume little-endian loads"
+#endif
+#define XPS__W8(x)	(0x0101010101010101ULL * (__u8)(x))
+#define XPS__W80	XPS__W8(0x80)
+#define XPS__W7F	XPS__W8(0x7f)
+
+/* The 8 bytes at buf[q]; the caller knows q + 8 <= len <= XPS_SCRATCH. */
+XPS_INLINE __u64 xps_http__w64(const struct xps_buf *buf, __u32 q)
+{
+	__u32 i = q;
+	__u64 w;
+
+	XPS__HIDE(i);
+	i &= XPS_SCRATCH_MASK;
+	if (i > XPS_SCRATCH - 8)	/* only for the verifier */
+		i = XPS_SCRATCH - 8;
+#if defined(__bpf__)
+	w = *(const __u64 *)(const void *)&buf->b[i];
+#else
+	__builtin_memcpy(&w, &buf->b[i], 8);
+#endif
+	return w;
+}
+
+/* Lanes of x (bytes < 0x80) in [lo, hi]: no carry crosses a lane. */
+XPS_INLINE __u64 xps_http__in(__u64 x, __u8 lo, __u8 hi)
+{
+	return (x + XPS__W8(0x80 - lo)) & ~(x + XPS__W8(0x7f - hi)) & XPS__W80;
+}
+
+/* Lanes of w equal to c.  Exact up to the first such lane, which is all
+ * xps_http__lead() looks at. */
+XPS_INLINE __u64 xps_http__eq(__u64 w, __u8 c)
+{
+	__u64 v = w ^ XPS__W8(c);
+
+	return (v - XPS__W8(1)) & ~v & XPS__W80;
+}
+
+/* Lanes before the first one set in @bad (8: none set). */
+XPS_INLINE __u64 xps_http__lead(__u64 bad)
+{
+	__u64 low = bad & (~bad + 1);
+
+	if (!bad)
+		return 8;
+	/* low >> 7 is 1 << 8j: the multiply puts j in the top byte */
+	return ((low >> 7) * 0x0001020304050607ULL) >> 56;
+}
+
+/* Header-name bytes (XPS__NAME0/1) of w, as lanes. */
+XPS_INLINE __u64 xps_http__name_lanes(__u64 w)
+{
+	__u64 x = w & XPS__W7F;
+
+	return (xps_http__in(x, '0', '9') | xps_http__in(x, 'A', 'Z') |
+		xps_http__in(x, 'a', 'z') | xps_http__in(x, '-', '-')) &
+	       ~w & XPS__W80;
+}
+
+/* Host value bytes (XPS__HOST0/1) of w, as lanes. */
+XPS_INLINE __u64 xps_http__host_lanes(__u64 w)
+{
+	__u64 x = w & XPS__W7F;
+
+	return (xps_http__in(x, '0', ':') | xps_http__in(x, 'A', 'Z') |
+		xps_http__in(x, 'a', 'z') | xps_http__in(x, '-', '.') |
+		xps_http__in(x, '_', '_')) & ~w & XPS__W80;
+}
+
 /* Bits of the header loop's state word. */
 #define XPS__H_IN_NAME		1	/* bit 0; bits 1-4: in CL, Connection,
 					 * User-Agent, Host; 5: TE; 6: Expect */
@@ -144,13 +223,6 @@ struct xps_http_line {
 	__u32 len, p, i;
 };
 
-/*
- * Rest of the request line from buf[p], branch-free but for its one exit
- * test.  Plain means: "/" path of plain bytes, no "/.", exactly one run of
- * spaces (before the version), a CR only right before the LF, and the
- * line ends in "HTTP/1.0" or "HTTP/1.1".  A global function: the byte loop
- * is verified once.
- */
 /* State of the request-line pass between bpf_loop() iterations (in the
  * caller's struct xps_http_line). */
 struct xps_http__lctx {
@@ -159,6 +231,21 @@ struct xps_http__lctx {
 };
 
 /* One request-line byte: buf[p + idx].  Returns 1 at the LF. */
+/* URI bytes this parser calls plain (XPS__URI0/1) of w, as lanes. */
+XPS_INLINE __u64 xps_http__uri_lanes(__u64 w)
+{
+	__u64 x = w & XPS__W7F;
+
+	return (xps_http__in(x, '!', '!') | xps_http__in(x, '$', '$') |
+		xps_http__in(x, '&', ';') | xps_http__in(x, '=', '=') |
+		xps_http__in(x, '?', 'Z') | xps_http__in(x, '_', '_') |
+		xps_http__in(x, 'a', 'z') | xps_http__in(x, '~', '~')) &
+	       ~w & XPS__W80;
+}
+
+/* One step of the request line from buf[p + x->i]: a run of plain URI
+ * bytes, then the usual end of the line or one byte.  Returns 1 at the
+ * LF, at len, or after XPS_HTTP_HEAD_MAX bytes. */
 XPS_CALLBACK long xps_http__lbyte(__u64 idx, void *vx)
 {
 	struct xps_http__lctx *cx = vx;
@@ -167,14 +254,81 @@ XPS_CALLBACK long xps_http__lbyte(__u64 idx, void *vx)
 	__u64 c, odd = x->odd, runs = x->runs, prev_sp = x->prev_sp,
 	      prev_sl = x->prev_sl, lo = x->lo, hi = x->hi,
 	      cr_seen = x->cr_seen;
-	__u32 len = x->len;
-	__u64 q = x->p + (__u32)idx, sp, cr, nocr;
+	__u32 len = x->len, lim = len < x->p + XPS_HTTP_HEAD_MAX ?
+				  len : x->p + XPS_HTTP_HEAD_MAX;
+	__u64 q = x->p + x->i, sp, cr, nocr;
 
+	/*
+	 * Up to 8 plain URI bytes: what the byte path below does with
+	 * them ("/." is odd, so is any byte after a CR).
+	 */
+	if (q + 8 <= lim) {
+		__u64 w = xps_http__w64(buf, q), k, x7, sl, dot, lanes;
+
+		k = xps_http__lead(~xps_http__uri_lanes(w) & XPS__W80);
+		if (k) {
+			lanes = k == 8 ? ~0ULL : (1ULL << (8 * k)) - 1;
+			x7 = w & XPS__W7F;
+			sl = xps_http__in(x7, '/', '/');
+			dot = xps_http__in(x7, '.', '.');
+			odd |= xps_zero64(((sl << 8) & dot & lanes) |
+					  ((prev_sl << 7) & dot)) ^ 1;
+			odd |= cr_seen;
+			prev_sp = 0;
+			prev_sl = (sl >> (8 * k - 1)) & 1;
+			if (k == 8) {
+				hi = lo;
+				lo = __builtin_bswap64(w);
+			} else {
+				hi = (hi << (8 * k)) | (lo >> (64 - 8 * k));
+				lo = (lo << (8 * k)) |
+				     (__builtin_bswap64(w) >> (64 - 8 * k));
+			}
+			q += k;
+		}
+	}
+	/*
+	 * " HTTP/1.1\r\n" or " HTTP/1.0\r\n", all before len and inside
+	 * the XPS_HTTP_HEAD_MAX bytes the byte loop would look at: what the
+	 * byte path would do with these 11 bytes, in one step.
+	 */
+	if (q + 11 <= lim) {
+		__u64 w0 = xps_http__w64(buf, q), w1 = xps_http__w64(buf, q + 3);
+		__u64 v11 = xps_zero64(w1 ^ __builtin_bswap64(
+					XPS_PACK_BE("TP/1.1\r\n"))),
+		      v10 = xps_zero64(w1 ^ __builtin_bswap64(
+					XPS_PACK_BE("TP/1.0\r\n")));
+
+		if (xps_zero64(w0 ^ __builtin_bswap64(XPS_PACK_BE(" HTTP/1."))) &
+		    (v11 | v10)) {
+			x->odd = odd | cr_seen;
+			x->runs = runs + (prev_sp ^ 1);
+			x->hi = (lo << 8) | ' ';
+			x->lo = xps_sel(v11, XPS_PACK_BE("HTTP/1.1"),
+					XPS_PACK_BE("HTTP/1.0"));
+			x->nl = q + 11;
+			x->i = q + 10 - x->p;
+			return 1;
+		}
+	}
+	x->i = q - x->p;
+	if (q >= lim) {
+		/* len, or XPS_HTTP_HEAD_MAX bytes: the caller tells */
+		x->odd = odd;
+		x->prev_sp = prev_sp;
+		x->prev_sl = prev_sl;
+		x->lo = lo;
+		x->hi = hi;
+		return 1;
+	}
 	c = XPS_AT(buf->b, q);
-	if (xps_ge(q, len) | xps_eq(c, '\n')) {
-		if (q < len)
-			x->nl = q + 1;	/* + 1: 0 means not found */
-		x->i = (__u32)idx;
+	if (c == '\n') {
+		x->nl = q + 1;	/* + 1: 0 means not found */
+		x->odd = odd;
+		x->prev_sp = prev_sp;
+		x->prev_sl = prev_sl;
+		x->lo = lo;
+		x->hi = hi;
 		return 1;
 	}
 	sp = xps_eq(c, ' ');
@@ -196,16 +350,17 @@ XPS_CALLBACK long xps_http__lbyte(__u64 idx, void *vx)
 	x->lo = lo;
 	x->hi = hi;
 	x->cr_seen = cr_seen;
-	x->i = (__u32)idx + 1;
+	x->i = q + 1 - x->p;
 	return 0;
 }
 
 /*
- * Rest of the request line from buf[p], branch-free but for its one exit
- * test.  Plain means: "/" path of plain bytes, no "/.", exactly one run of
- * spaces (before the version), a CR only right before the LF, and the
- * line ends in "HTTP/1.0" or "HTTP/1.1".  A global function; the byte loop
- * is a bpf_loop() callback.
+ * Rest of the request line from buf[p].  Plain means: "/" path of plain
+ * bytes, no "/.", exactly one run of spaces (before the version), a CR
+ * only right before the LF, and the line ends in "HTTP/1.0" or
+ * "HTTP/1.1".  A global function; the loop is a bpf_loop() callback that
+ * takes a run of plain URI bytes and the usual end of the line in one
+ * iteration, any other byte alone (branch-free).
  */
 XPS_GLOBAL int xps_http__line(const struct xps_buf *buf, __u32 len, __u32 p,
 			      struct xps_http_line *out)
@@ -228,12 +383,31 @@ XPS_GLOBAL int xps_http__line(const struct xps_buf *buf, __u32 len, __u32 p,
 	return (int)out->nl;
 }
 
+/*
+ * Which header a name is, at its ':' (bit 1 Content-Length, 2 Connection,
+ * 3 User-Agent, 4 Host, 5 Transfer-Encoding, 6 Expect).  The first byte
+ * of transfer-encoding is not compared: a false match only makes the
+ * request pass.
+ */
+XPS_INLINE __u64 xps_http__hmatch(__u64 lo, __u64 hi, __u64 L)
+{
+	return (XPS__HNAME(lo, hi, L, "content-length") << 1) |
+	       (XPS__HNAME(lo, hi, L, "connection") << 2) |
+	       (XPS__HNAME(lo, hi, L, "user-agent") << 3) |
+	       (XPS__HNAME(lo, hi, L, "host") << 4) |
+	       (xps_zero64(L ^ 17) &
+		xps_zero64(lo ^ XPS_PACK_BE("transfer-encoding")) &
+		xps_zero64(hi ^ XPS_PACK_BE_HI("transfer-encoding"))) << 5 |
+	       XPS__HNAME(lo, hi, L, "expect") << 6;
+}
+
 /* State of the header pass between bpf_loop() iterations (in req->ws). */
 struct xps_http__hst {
 	__u64 f, cnt, L, ll, lraw, cl, lo, hi;
-	__u32 len, p;
+	__u32 len;
+	__u32 lim;		/* min(len, first byte + XPS_HTTP_HEAD_MAX) */
 	__u32 end;		/* position after the final LF, 0: none yet */
-	__u32 i;		/* bytes looked at */
+	__u32 q;		/* next byte to look at */
 };
 _Static_assert(sizeof(struct xps_http__hst) <= XPS_HTTP_WS,
 	       "header pass state must fit in struct xps_http_req.ws");
@@ -244,7 +418,9 @@ struct xps_http__hctx {
 	struct xps_http__hst *st;
 };
 
-/* One header byte: buf[p + idx].  Returns 1 at the end of the head. */
+/* One step of the header pass from buf[x->q]: a run of bytes, CR LF, or
+ * one byte.  Returns 1 at the end of the head, at len, or after
+ * XPS_HTTP_HEAD_MAX bytes. */
 XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 {
 	struct xps_http__hctx *cx = vx;
@@ -252,18 +428,163 @@ XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 	struct xps_http__hst *x = cx->st;
 	__u64 f = x->f, cnt = x->cnt, L = x->L, ll = x->ll, lraw = x->lraw,
 	      cl = x->cl, lo = x->lo, hi = x->hi, c;
-	__u32 len = x->len;
+	__u32 len = x->len, lim = x->lim, r;
 
+	/*
+	 * CR LF in one step: the end of a value line (a new line, in its
+	 * name), or the empty line that ends the head.
+	 */
+	if (x->q + 2 <= lim) {
+		__u32 q = x->q;
+
+		if (XPS_AT(buf->b, q) == '\r' && XPS_AT(buf->b, q + 1) == '\n') {
+			if (!(f & 1)) {
+				x->f = (f & ~(__u64)0x1f) | XPS__H_IN_NAME;
+				x->ll = 0;
+				x->L = 0;
+				x->lo = 0;
+				x->hi = 0;
+				x->lraw = 0;
+				x->q = q + 2;
+				return 0;
+			}
+			if (!ll) {
+				x->end = q + 2;
+				return 1;
+			}
+		}
+	}
+	/*
+	 * A run of 1 to 8 bytes the byte path below would only count
+	 * (value of a header not tracked: no CR, LF or NUL), count and
+	 * record as a name (header-name bytes), count and mark as a Host
+	 * value (Host bytes, no space), or add to Content-Length (digits):
+	 * all of it at once.  Up to two words per iteration: a run of 8
+	 * goes on with the next.
+	 */
+	for (r = 0; r < 2; r++) {
+		f = x->f;
+		cnt = x->cnt;
+		L = x->L;
+		ll = x->ll;
+		lraw = x->lraw;
+		cl = x->cl;
+		lo = x->lo;
+		hi = x->hi;
+		if (x->q + 8 <= lim) {
+			__u32 q = x->q;
+			__u64 w = xps_http__w64(buf, q), good, k, t, m, c1, j, d;
+
+			if (f & 1)
+				good = xps_http__name_lanes(w);
+			else if (!(f & 0x1e))
+				good = ~(xps_http__eq(w, 0) | xps_http__eq(w, '\r') |
+					 xps_http__eq(w, '\n')) & XPS__W80;
+			else if (f & (1 << 4))
+				good = xps_http__host_lanes(w);
+			else if ((f & (1 << 1)) && !((f >> XPS__H_CLDONE_BIT) & 1))
+				good = xps_http__in(w & XPS__W7F, '0', '9') & ~w &
+				       XPS__W80;
+			else
+				good = 0;
+			k = xps_http__lead(~good & XPS__W80);
+			if (f & 1) {
+				/* names: lower case, shifted into hi:lo */
+				if (k == 8) {
+					hi = lo;
+					lo = __builtin_bswap64(w | XPS__W8(0x20));
+				} else if (k) {
+					t = __builtin_bswap64(w | XPS__W8(0x20)) >>
+					    (64 - 8 * k);
+					hi = (hi << (8 * k)) | (lo >> (64 - 8 * k));
+					lo = (lo << (8 * k)) | t;
+				}
+				L += k;
+				ll += k;
+				/* the ':' after the name, and one space after it:
+				 * what the byte path does with them */
+				if (k < 8 && ((w >> (8 * k)) & 0xff) == ':') {
+					m = xps_http__hmatch(lo, hi, L);
+					f = (f & ~(__u64)0x1f) | m;
+					cnt += ((m >> 1) & 1) | ((m >> 2) & 1) << 16 |
+					       ((m >> 4) & 1) << 32;
+					lo = 0;
+					hi = 0;
+					lraw = 0;
+					ll++;
+					k++;
+					if (k < 8 && ((w >> (8 * k)) & 0xff) == ' ') {
+						lo = ' ';
+						lraw = ' ';
+						/* Content-Length: a space after
+						 * digits ends them */
+						f |= ((m >> 1) & 1 &
+						      (xps_zero64((cnt >> 48) & 0xff) ^ 1))
+						     << XPS__H_CLDONE_BIT;
+						ll++;
+						k++;
+					}
+				}
+				if (k) {
+					x->f = f;
+					x->cnt = cnt;
+					x->lo = lo;
+					x->hi = hi;
+					x->lraw = lraw;
+					x->L = L;
+					x->ll = ll;
+					x->q = q + k;
+					if (k == 8 && !r)
+						continue;
+					return 0;
+				}
+			} else if (k) {
+				if (f & (1 << 4)) {
+					cnt |= 1ULL << 56;	/* Host */
+				} else if (f & (1 << 1)) {
+					/* Content-Length digits */
+					for (j = 0; j < 8; j++) {
+						d = ((w >> (8 * j)) & 0xff) - '0';
+						c1 = xps_ge(j, k) ^ 1;
+						cl = xps_sel(c1, cl * 10 + d, cl);
+					}
+					cnt += k << 48;
+					x->cl = cl;
+				}
+				/* lo, hi, lraw: only Connection and User-Agent
+				 * values look at them, and the LF clears them */
+				x->cnt = cnt;
+				if (k <= 6 && ((w >> (8 * k)) & 0xffff) == 0x0a0d) {
+					/* and the CR LF that ends the line, as
+					 * the CR LF step above takes it */
+					x->f = (f & ~(__u64)0x1f) | XPS__H_IN_NAME;
+					x->ll = 0;
+					x->L = 0;
+					x->lo = 0;
+					x->hi = 0;
+					x->lraw = 0;
+					x->q = q + k + 2;
+					return 0;
+				}
+				x->ll = ll + k;
+				x->q = q + k;
+				if (k == 8 && !r)
+					continue;
+				return 0;
+			}
+		}
+		break;	/* no run here: one byte */
+	}
 	{
-		__u64 q = x->p + (__u32)idx, lf, cr, colon, namech, valch, lcc,
+		__u64 q = x->q, lf, cr, colon, namech, valch, lcc,
 		      dig, sp, c2, in_name, v, m;
 
+		if (q >= lim)
+			return 1;	/* len, or XPS_HTTP_HEAD_MAX bytes */
 		c = XPS_AT(buf->b, q);
 		lf = xps_eq(c, '\n');
-		if (xps_ge(q, len) | (lf & xps_zero64(ll))) {
-			if (q < len)
-				x->end = q + 1;
-			x->i = (__u32)idx;
+		if (lf & xps_zero64(ll)) {
+			x->end = q + 1;
 			return 1;
 		}
 		in_name = f & 1;
@@ -283,18 +604,8 @@ XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 		v |= lf & in_name;
 		f |= v << XPS__H_ODD_BIT;
 
-		/* Name complete: which header is it?  The first byte
-		 * of transfer-encoding is not compared: a false match
-		 * only makes the request pass. */
-		m = (XPS__HNAME(lo, hi, L, "content-length") << 1) |
-		    (XPS__HNAME(lo, hi, L, "connection") << 2) |
-		    (XPS__HNAME(lo, hi, L, "user-agent") << 3) |
-		    (XPS__HNAME(lo, hi, L, "host") << 4) |
-		    (xps_zero64(L ^ 17) &
-		     xps_zero64(lo ^ XPS_PACK_BE("transfer-encoding")) &
-		     xps_zero64(hi ^ XPS_PACK_BE_HI("transfer-encoding"))) << 5 |
-		    XPS__HNAME(lo, hi, L, "expect") << 6;
-		m = xps__mul01(m, colon);
+		/* Name complete: which header is it? */
+		m = xps__mul01(xps_http__hmatch(lo, hi, L), colon);
 		/* cur_* bits 1-4 follow the header of this line;
 		 * TE and Expect (5, 6) stick. */
 		f = (f & ~xps__mul01(0x1e, colon)) | m;
@@ -353,7 +664,7 @@ XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 	x->cl = cl;
 	x->lo = lo;
 	x->hi = hi;
-	x->i = (__u32)idx + 1;
+	x->q++;
 	return 0;
 }
 
@@ -455,9 +766,10 @@ bad:
 }
 
 /*
- * Second half: the headers from buf[req->head_len], one branch-free pass
- * until the empty line (the byte loop is a bpf_loop() callback, verified
- * until it converges rather than once per byte), then the verdict.  A
+ * Second half: the headers from buf[req->head_len], one pass until the
+ * empty line (a bpf_loop() callback, verified until it converges rather
+ * than once per byte: runs of ordinary bytes 8 at a time, any other byte
+ * alone, branch-free), then the verdict.  A
  * global function, called by xps_http_parse() itself rather than by
  * xps_http__head(), to keep the call chain (and its stack) short.
  */
@@ -476,14 +788,18 @@ XPS_GLOBAL int xps_http__rest(const struct xps_buf *buf, __u32 len,
 	x = (struct xps_http__hst *)(void *)req->ws;
 	__builtin_memset(x, 0, sizeof(*x));
 	x->len = len;
-	x->p = req->head_len;
+	x->q = req->head_len;
+	x->lim = len < x->q + XPS_HTTP_HEAD_MAX ? len :
+						  x->q + XPS_HTTP_HEAD_MAX;
 	x->f = XPS__H_IN_NAME;
 	req->head_len = 0;
 	cx.buf = buf;
 	cx.st = x;
+	/* Each iteration takes one byte or more. */
 	XPS_LOOP(XPS_HTTP_HEAD_MAX, xps_http__hbyte, &cx);
 	if (!x->end) {
-		if (x->p + x->i < len)
+		/* stopped at XPS_HTTP_HEAD_MAX bytes, before len */
+		if (x->q < len)
 			req->flags |= XPS_F_TOO_BIG;
 		goto more;
 	}

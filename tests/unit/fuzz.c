@@ -5,13 +5,18 @@
  * FUZZ_HEADER, FUZZ_PARSE, FUZZ_REQ).  The first two input bytes choose the offset,
  * the rest is the payload.  Checks, beyond "no crash" under ASan/UBSan:
  * the result never depends on bytes past len, and a complete request lies
- * inside [off, len).  Walks the whole segment like a handler.
+ * inside [off, len), and, with FUZZ_REF_*, the reference parser agrees.  Walks the whole segment like a handler.
  */
 #include <stddef.h>
 #include <assert.h>
 #include <stdint.h>
 #include <string.h>
 #include FUZZ_HEADER
+#ifdef FUZZ_REF_HEADER
+/* a reference parser the result must equal (http_ref.h: the HTTP parser
+ * before its word scans) */
+#include FUZZ_REF_HEADER
+#endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -34,6 +39,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		FUZZ_PARSE(b, len, off, &rb);
 		assert(!memcmp(&ra, &rb, offsetof(struct FUZZ_REQ, ws)));
+#ifdef FUZZ_REF_HEADER
+		{
+			struct FUZZ_REF_REQ rr;
+
+			FUZZ_REF_PARSE(a, len, off, &rr);
+			assert(!memcmp(&ra, &rr, offsetof(struct FUZZ_REQ, ws)));
+		}
+#endif
 		if (k == XPS_REQ_INCOMPLETE || k == XPS_REQ_MALFORMED || !ra.req_len)
 			break;
 		assert(ra.req_len <= len - off);

@@ -6,6 +6,7 @@
 #include "http.bpf.h"
 #include "harness.h"
 #include "http_fixtures.h"
+#include "http_ref.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -187,8 +188,176 @@ static void test_hostile(void)
 	h_end();
 }
 
+/* The word-scanning parser and the byte-at-a-time reference agree on
+ * everything a caller sees. */
+_Static_assert(sizeof(struct xps_http_req) == sizeof(struct ref_http_req),
+	       "reference result layout");
+
+static int diff_one(__u8 *a, __u32 len, __u32 off)
+{
+	struct xps_http_req r;
+	struct ref_http_req q;
+
+	xps_http_parse(a, len, off, &r);
+	ref_http_parse(a, len, off, &q);
+	return memcmp(&r, &q, offsetof(struct xps_http_req, ws));
+}
+
+/* Pieces requests are made of, ordinary and not. */
+static const char *const pieces[] = {
+	"POST", "GET", "HEAD", " ", "  ", "/", "/index.html", "/a/./b", "/%41",
+	"?q=1", " HTTP/1.1", " HTTP/1.0", " HTTP/1.2", " HTTP/2.0", "\r\n",
+	"\n", "\r", "\r\r\n", "Host", "host", "HOST", ":", ": ", " :",
+	"10.0.2.15:17720", "example.com", "ex ample", "x_y", "Content-Length",
+	"content-length", "Content-Type", "text/plain", "256", "0", " 12 ",
+	"1 2", "99999999999", "Connection", "close", "keep-alive", "Keep-Alive",
+	"Upgrade, close", "User-Agent", "Mozilla/5.0 (MSIE 6.0)", "Chrome/1",
+	"wrk", "Transfer-Encoding", "chunked", "Expect", "100-continue",
+	"X-Long-Header-Name-Here", "Accept", "*/*", "\t", "\x80\xff", "a",
+	"\x00", "ABCDEFGHIJKLMNOPQRSTUVWXYZ-abcdefghijklmnopqrstuvwxyz-0123456789",
+	"value with spaces and ; , = \" ' ( ) punctuation ~ ` | { }",
+};
+
+/* Cases the word scans treat apart, each at every length. */
+static const char *const ref_cases[] = {
+	"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
+	"POST / HTTP/1.1\r\nHost: x\r\nContent-Length:5\r\ncontent-length: 5\r\n\r\nhello",
+	"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5 5\r\n\r\nhello",
+	"POST / HTTP/1.1\r\nHost: x\r\nContent-Length:  05\r\n\r\nhello",
+	"POST / HTTP/1.1\r\nContent-Length: 12345678901\r\nHost: a.b\r\n\r\n",
+	"POST / HTTP/1.1\r\nContent-Length: 123456789012345678901234567890\r\nHost: a.b\r\n\r\n",
+	"POST / HTTP/1.1\r\nConnection: keep-alive\r\nUser-Agent: Mozilla MSIE 6\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\nUser-Agent: MSIE 6\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\nUser-Agent:Chrome/1\r\nHost: h\r\n\r\n",
+	"GET / HTTP/1.0\r\nConnection:  Keep-Alive\r\n\r\n",
+	"GET / HTTP/1.0\r\nConnection: close\r\n\r\n",
+	"GET / HTTP/1.0\r\nConnection:close\r\n\r\n",
+	"GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: 10.0.2.15:17720\r\nHost: 10.0.2.15:17720\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost:  \r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: a b\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: ab/cd.example\r\n\r\n",
+	"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\nExpect: 100-continue\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\nXHost: h\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost-: h\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\nContent-Lengthy: 5\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\n:\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\nA: b\rc\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\nAbcdefgh: b\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\nAbcdefg: b\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\nAbcdefghijklmnop:\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\n Folded: b\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\n\r\r\n",
+	"POST / HTTP/1.1\r\nHost: h\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\n\n",
+	"POST /  HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST  / HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST /. HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1\r\r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.1 \r\nHost: h\r\n\r\n",
+	"POST / HTTP/1.0\r\n\r\n",
+	"POST / HTTP/1.0\n\n",
+	"POST /x/y/z?abc=def HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST /abcdef/./x HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST /abcdefg/.x HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST /abcdef/.. HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST /~user/!$&'()*+,;=:@_-.txt?a=b/c HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST /a\"b<c>d[e]f^g`h{i|j}k\\l%m#n HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST /\x7f\x80\xff HTTP/1.1\r\nHost: h\r\n\r\n",
+};
+
+static void test_reference(void)
+{
+	static __u8 a[XPS_SCRATCH];
+	char name[160];
+	unsigned seed = 7;
+	size_t i;
+	__u32 n, off, len;
+	int it, bad = 0;
+
+	for (i = 0; i < N(http_fx); i++) {
+		const struct hfx *f = &http_fx[i];
+
+		snprintf(name, sizeof(name), "http reference: %s, every prefix",
+			 f->desc);
+		h_begin(name);
+		for (off = 0; off < 12; off += 11)
+			for (n = 0; n <= f->req_n && off + n <= XPS_SCRATCH; n++) {
+				memset(a, off ? 0xa5 : 0, sizeof(a));
+				memcpy(a + off, f->req, n);
+				CHECK(!diff_one(a, off + n, off), "%u bytes at %u differ", n, off);
+			}
+		h_end();
+	}
+
+	h_begin("http reference: word-scan cases, every prefix, every offset to 9");
+	for (i = 0; i < N(ref_cases); i++) {
+		__u32 rn = strlen(ref_cases[i]);
+
+		for (off = 0; off < 10; off++)
+			for (n = 0; n <= rn; n++) {
+				memset(a, off & 1 ? '\n' : 0, sizeof(a));
+				memcpy(a + off, ref_cases[i], n);
+				CHECK(!diff_one(a, off + n, off), "case %zu, %u bytes at %u differ", i, n, off);
+			}
+	}
+	h_end();
+
+	h_begin("http reference: 300,000 requests built from pieces and mutated");
+	for (it = 0; it < 300000 && bad < 5; it++) {
+		len = 0;
+		off = it % 3 ? 0 : (seed >> 4) % 40;
+		memset(a, it & 1 ? 0 : '\n', sizeof(a));
+		len = off;
+		if (it % 4) {
+			/* a request that is mostly plain */
+			static const char *const heads[] = {
+				"POST / HTTP/1.1\r\nHost: 10.0.2.15:17720\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\nxxxx",
+				"GET /a/b?c HTTP/1.0\r\nUser-Agent: wrk\r\nConnection: keep-alive\r\nX-Long-Header-Name-Here: some rather long value of 40 bytes\r\n\r\n",
+				"HEAD / HTTP/1.1\nhost: x\nAccept: */*\n\n",
+			};
+			const char *h = heads[it % 3];
+
+			memcpy(a + len, h, strlen(h));
+			len += strlen(h);
+		}
+		for (i = 0; i < (size_t)(it % 4 ? 2 : 24); i++) {
+			const char *pc;
+			__u32 at, pl;
+
+			seed = seed * 1103515245 + 12345;
+			pc = pieces[(seed >> 8) % N(pieces)];
+			pl = strlen(pc) + (pc[0] == 0);
+			if (len + pl > XPS_SCRATCH)
+				break;
+			/* append, or overwrite somewhere */
+			at = (seed >> 20) % 3 || len == off ? len :
+			     off + (seed >> 12) % (len - off);
+			memcpy(a + at, pc, pl);
+			if (at + pl > len)
+				len = at + pl;
+		}
+		for (i = 0; i < (size_t)(it % 7 == 0); i++) {
+			seed = seed * 1103515245 + 12345;
+			if (len > off)
+				a[off + (seed >> 8) % (len - off)] = (__u8)(seed >> 20);
+		}
+		if (diff_one(a, len, off)) {
+			bad++;
+			CHECK(0, "iteration %d differs: %.*s", it, (int)(len - off), a + off);
+		}
+		/* and every prefix of a few */
+		for (n = off; it % 64 == 0 && n < len; n++)
+			CHECK(!diff_one(a, n, off), "iteration %d, %u bytes differ", it, n - off);
+	}
+	h_end();
+}
+
 int main(void)
 {
+	test_reference();
 	test_fixtures();
 	test_split();
 	test_pipeline();
