@@ -41,7 +41,7 @@ LIBBPF_LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf -le
 FRAMEWORK := xps_framework
 HANDLERS := echo verdict upper kv redis ceiling http_filter memcached redis_cluster
 BPF_OBJS := $(addprefix $(OUTPUT)/bpf/,$(addsuffix .bpf.o,$(FRAMEWORK) $(HANDLERS)))
-BPF_HDRS := $(wildcard bpf/*.bpf.h bpf/*.h bpf/proto/*.h include/xps/*.h) include/uapi/linux/xps.h
+BPF_HDRS := $(wildcard bpf/*.bpf.h bpf/*.h bpf/proto/*.h) include/xps/abi.h include/uapi/linux/xps.h
 
 LIB_SRCS := $(wildcard libxps/*.c)
 LIB_OBJS := $(patsubst libxps/%.c,$(OUTPUT)/libxps/%.o,$(LIB_SRCS))
@@ -106,7 +106,7 @@ $(PCFILE): libxps/libxps.pc.in Makefile
 	$(call msg,GEN,$@)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(XPS_VERSION)|' $< > $@
 
-$(OUTPUT)/cli/%.o: cli/%.c cli/*.h libxps/libxps.h include/xps/*.h | $(DEPS_STAMP)
+$(OUTPUT)/cli/%.o: cli/%.c cli/*.h libxps/libxps.h include/xps/abi.h | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
@@ -115,7 +115,7 @@ $(XPSCTL): $(CLI_OBJS) $(LIBXPS_A)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $(CLI_OBJS) $(LIBXPS_A) $(LIBBPF_LIBS)
 
-$(OUTPUT)/xps-%: daemons/xps-%.c daemons/filler.c daemons/filler.h daemons/resp.c daemons/resp.h $(LIBXPS_A) libxps/libxps.h include/xps/*.h
+$(OUTPUT)/xps-%: daemons/xps-%.c daemons/filler.c daemons/filler.h daemons/resp.c daemons/resp.h $(LIBXPS_A) libxps/libxps.h bpf/*.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -o $@ $< daemons/filler.c daemons/resp.c $(LIBXPS_A) $(LIBBPF_LIBS)
 
@@ -129,7 +129,7 @@ install: all
 	ln -sf libxps.so.$(XPS_VERSION) $(DESTDIR)$(PREFIX)/lib/libxps.so.$(LIBXPS_SOVER)
 	ln -sf libxps.so.$(LIBXPS_SOVER) $(DESTDIR)$(PREFIX)/lib/libxps.so
 	install -m 644 libxps/libxps.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 include/xps/*.h $(DESTDIR)$(PREFIX)/include/xps/
+	install -m 644 include/xps/abi.h $(DESTDIR)$(PREFIX)/include/xps/
 	install -m 644 include/uapi/linux/xps.h $(DESTDIR)$(PREFIX)/include/linux/
 	install -m 644 bpf/xps.bpf.h $(DESTDIR)$(PREFIX)/include/xps/
 	install -m 644 $(PCFILE) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
@@ -158,19 +158,6 @@ $(OUTPUT)/tests/lossy.bpf.o: tests/integration/lossy.bpf.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-# what one GET costs the Redis and memcached handlers (BPF_PROG_TEST_RUN)
-HANDLER_COST := $(OUTPUT)/bench/handler_cost
-
-$(HANDLER_COST): bench/handler_cost.c $(BPF_HDRS) $(OUTPUT)/bench/handler_cost.bpf.o | $(DEPS_STAMP)
-	$(call msg,CC,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(USER_CFLAGS) -Ibpf -o $@ $< $(LIBBPF_LIBS)
-
-$(OUTPUT)/bench/handler_cost.bpf.o: bench/handler_cost.bpf.c $(BPF_HDRS) | $(DEPS_STAMP)
-	$(call msg,BPF,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
-
 KVLOAD := $(OUTPUT)/bench/kvload
 
 $(KVLOAD): bench/kvload.c
@@ -188,7 +175,7 @@ $(TWOTHREAD_SERVER): tests/integration/twothread_server.c
 
 tests: $(TWOTHREAD_SERVER)
 
-tests: $(API_TEST) $(CTLBENCH) $(KVLOAD) $(HANDLER_COST) $(OUTPUT)/tests/lossy.bpf.o
+tests: $(API_TEST) $(CTLBENCH) $(KVLOAD) $(OUTPUT)/tests/lossy.bpf.o
 
 test: all tests
 	$(Q)scripts/deps.sh test

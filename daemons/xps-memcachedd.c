@@ -27,7 +27,7 @@
 
 #include "libxps.h"
 #include "filler.h"
-#include <xps/memcached.h>
+#include "../bpf/memcached.h"
 
 #define logmsg(...) flog("xps-memcachedd: " __VA_ARGS__)
 #define UDP_QUIET_NS 1000000000ull
@@ -121,9 +121,9 @@ static int read_bytes(struct mc *c, void *dst, size_t n)
 }
 
 /* Fetch @k; 1 = retry later, 0 = done (filled or not cacheable), -1 = error. */
-static int fill_one(struct filler *f, struct mc *c, const struct xps_kv_key *k)
+static int fill_one(struct filler *f, struct mc *c, const struct mc_key *k)
 {
-	struct xps_kv_value val = {};
+	struct mc_value val = {};
 	struct mc_state st;
 	char line[512], *p;
 	long long size = -1, ttl = 0;
@@ -137,7 +137,7 @@ static int fill_one(struct filler *f, struct mc *c, const struct xps_kv_key *k)
 	r = filler_begin(f, k, &val.version);
 	if (r)
 		return r;
-	if (dprintf(c->fd, "mg %.*s v f t c\r\n", (int)k->len, k->b) < 0 ||
+	if (dprintf(c->fd, "mg %.*s v f t c\r\n", (int)k->len, k->k) < 0 ||
 	    read_line(c, line, sizeof(line)))
 		return -1;
 	if (!strncmp(line, "EN", 2)) {
@@ -168,7 +168,7 @@ static int fill_one(struct filler *f, struct mc *c, const struct xps_kv_key *k)
 	if (read_bytes(c, val.v, size) || read_bytes(c, NULL, 2))
 		return -1;
 	val.len = size;
-	val.client_flags = fl;
+	val.flags = fl;
 	val.cas = cas;
 	val.cgen = st.cgen;
 	return filler_commit(f, k, &val);
@@ -250,7 +250,7 @@ int main(int argc, char **argv)
 	const char *name = NULL;
 	struct filler f;
 	struct mc_state st;
-	struct xps_kv_key k;
+	struct mc_key k;
 	struct mc c;
 	__u64 last_check = 0;
 	__u32 zero = 0;
@@ -342,7 +342,6 @@ int main(int argc, char **argv)
 			continue;
 		}
 		filler_busy(&f);
-		filler_key_clean(&k);
 		if (why[0] || k.len < 1 || k.len > MC_KEY_MAX ||
 		    filler_recently_skipped(&f, &k, sizeof(k)))
 			continue;
