@@ -596,7 +596,7 @@ def not_implemented():
 
 
 ICOUNT_NS, ICOUNT_TAP = "xpsi", "xpsvm0"
-ICOUNT_HOST_IP = "10.78.0.1"
+ICOUNT_HOST_IP = "10.79.0.1"
 
 
 def run_icount(quick, outdir, only, profile):

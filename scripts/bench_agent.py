@@ -101,7 +101,7 @@ def handle(req):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--addr", default="10.78.0.2/24")
+    ap.add_argument("--addr", default="10.79.0.2/24")
     ap.add_argument("--port", type=int, default=7999)
     a = ap.parse_args()
     for cmd in (["ip", "link", "set", "eth0", "up"],

@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402  (the clients and their parsers)
 
 ROOT = bench.ROOT
-GUEST_IP = "10.78.0.2"
+GUEST_IP = "10.79.0.2"
 AGENT_PORT = 7999
 XPSCTL = os.path.join(bench.OUT, "xpsctl")
 RESULTS = []
