@@ -15,12 +15,18 @@
 		.sz = sizeof(struct xps_context_opts), .name = (nm),	\
 		.share = (sh) }
 
+/* the command prints -o prometheus output (an object: one of its commands) */
+#define CMD_PROMETHEUS	(1u << 0)
+
 struct cmd {
 	const char *name;
 	int (*fn)(int argc, char **argv);
+	unsigned int flags;
 };
 
 int dispatch(const struct cmd *cmds, int argc, char **argv, const char *what);
+/* The entry @arg names, by the rules of dispatch(); NULL if none. */
+const struct cmd *find_cmd(const struct cmd *cmds, const char *arg);
 bool is_prefix(const char *arg, const char *full);
 int next_arg(int *argc, char ***argv, const char *opt, const char **val);
 int parse_u32(const char *s, const char *what, __u32 max, __u32 *out);

@@ -278,22 +278,22 @@ static int do_help(int argc, char **argv)
 "       xpsctl data load NAME FILE|-      (KEY VALUE per line)\n"
 "KEY and VALUE are strings for text fields, numbers for integer fields, or\n"
 "hex:<bytes> for any layout (see xpsctl(8)).\n");
-	return json_output ? 1 : 0;
+	return out_format == OUT_JSON ? 1 : 0;
 }
 
 int do_data(int argc, char **argv)
 {
 	static const struct cmd cmds[] = {
-		{ "put", do_put },
-		{ "update", do_update },
-		{ "set", do_set },
-		{ "get", do_get },
-		{ "del", do_del },
-		{ "delete", do_del },
-		{ "dump", do_dump },
-		{ "load", do_load },
-		{ "help", do_help },
-		{ NULL, NULL },
+		{ "put", do_put, 0 },
+		{ "update", do_update, 0 },
+		{ "set", do_set, 0 },
+		{ "get", do_get, 0 },
+		{ "del", do_del, 0 },
+		{ "delete", do_del, 0 },
+		{ "dump", do_dump, 0 },
+		{ "load", do_load, 0 },
+		{ "help", do_help, 0 },
+		{ NULL, NULL, 0 },
 	};
 
 	return dispatch(cmds, argc, argv, "data");

@@ -366,19 +366,19 @@ static int do_help(int argc, char **argv)
 "       xpsctl handler detach NAME\n"
 "       xpsctl handler update NAME OBJ.bpf.o\n"
 "       xpsctl handler list\n");
-	return json_output ? 1 : 0;
+	return out_format == OUT_JSON ? 1 : 0;
 }
 
 int do_handler(int argc, char **argv)
 {
 	static const struct cmd cmds[] = {
-		{ "attach", do_attach },
-		{ "comp", do_comp },
-		{ "detach", do_detach },
-		{ "update", do_update },
-		{ "list", do_list },
-		{ "help", do_help },
-		{ NULL, NULL },
+		{ "attach", do_attach, 0 },
+		{ "comp", do_comp, 0 },
+		{ "detach", do_detach, 0 },
+		{ "update", do_update, 0 },
+		{ "list", do_list, 0 },
+		{ "help", do_help, 0 },
+		{ NULL, NULL, 0 },
 	};
 
 	return dispatch(cmds, argc, argv, "handler");

@@ -930,20 +930,20 @@ static int do_help(int argc, char **argv)
 "                                    [--name NAME]\n"
 "       xpsctl service stop NAME\n"
 "       xpsctl service list\n");
-	return json_output ? 1 : 0;
+	return out_format == OUT_JSON ? 1 : 0;
 }
 
 int do_service(int argc, char **argv)
 {
 	static const struct cmd cmds[] = {
-		{ "redis", do_redis },
-		{ "redis-cluster", do_redis_cluster },
-		{ "memcached", do_memcached },
-		{ "http", do_http },
-		{ "stop", do_stop },
-		{ "list", do_list },
-		{ "help", do_help },
-		{ NULL, NULL },
+		{ "redis", do_redis, 0 },
+		{ "redis-cluster", do_redis_cluster, 0 },
+		{ "memcached", do_memcached, 0 },
+		{ "http", do_http, 0 },
+		{ "stop", do_stop, 0 },
+		{ "list", do_list, 0 },
+		{ "help", do_help, 0 },
+		{ NULL, NULL, 0 },
 	};
 
 	return dispatch(cmds, argc, argv, "service");

@@ -19,29 +19,66 @@ struct show_args {
 	int err;
 };
 
+/* What -o prometheus makes of the counters (avg_ns it leaves to a query). */
+#define VERDICT_METRIC(v) {						\
+	.name = "xps_handler_verdicts_total", .type = "counter",	\
+	.help = "Handler runs by their verdict: tx (answered from the kernel), " \
+		"drop, pass (given to the service's socket) or reset; every " \
+		"run has exactly one.",					\
+	.label = "verdict", .label_value = v }
+
+static const struct out_metric m_runs = {
+	.name = "xps_handler_runs_total", .type = "counter",
+	.help = "Messages the context's handler ran on.",
+};
+static const struct out_metric m_tx = VERDICT_METRIC("tx");
+static const struct out_metric m_drop = VERDICT_METRIC("drop");
+static const struct out_metric m_pass = VERDICT_METRIC("pass");
+static const struct out_metric m_reset = VERDICT_METRIC("reset");
+static const struct out_metric m_errors = {
+	.name = "xps_handler_errors_total", .type = "counter",
+	.help = "Handler runs where something went wrong (the message was then "
+		"passed, or dropped when it could no longer be).",
+};
+static const struct out_metric m_run_seconds = {
+	.name = "xps_handler_run_seconds_total", .type = "counter",
+	.help = "Time spent in the framework and the handler, summed over runs.",
+	.ns_as_seconds = true,
+};
+
 static void print_stats(const struct xps_ctx_info *info, __u32 slot)
 {
+	const char *base = strrchr(info->obj_path, '/');
+	char handler[XPS_OBJ_PATH_LEN];
 	struct xps_handler_stats st;
 	struct xps_context *ctx;
+	size_t len;
 
 	(void)slot;
 	ctx = xps_context__open(info->name);
 	if (!ctx || xps_context__stats(ctx, &st))
 		memset(&st, 0, sizeof(st));
 	xps_context__close(ctx);
+	/* the object's name: kv for .../kv.bpf.o (a comp context has none) */
+	snprintf(handler, sizeof(handler), "%s", base ? base + 1 : info->obj_path);
+	len = strlen(handler);
+	if (len > 6 && !strcmp(handler + len - 6, ".bpf.o"))
+		handler[len - 6] = '\0';
 	out_begin_object(NULL);
-	out_str("name", info->name);
-	out_u64("port", info->pred.lport);
-	out_str("proto", proto_name(info->pred.proto));
-	out_str("backend", xps_backend_name(info->backend));
-	out_u64("runs", st.runs);
-	out_u64("tx", st.tx);
-	out_u64("drop", st.drop);
-	out_u64("pass", st.pass);
-	out_u64("reset", st.reset);
-	out_u64("errors", st.errors);
+	out_label("name", "context", info->name);
+	if (handler[0])
+		out_label("handler", "handler", handler);
+	out_label_u64("port", "port", info->pred.lport);
+	out_label("proto", "proto", proto_name(info->pred.proto));
+	out_label("backend", "backend", xps_backend_name(info->backend));
+	out_metric("runs", st.runs, &m_runs);
+	out_metric("tx", st.tx, &m_tx);
+	out_metric("drop", st.drop, &m_drop);
+	out_metric("pass", st.pass, &m_pass);
+	out_metric("reset", st.reset, &m_reset);
+	out_metric("errors", st.errors, &m_errors);
 	out_u64("avg_ns", st.runs ? st.run_ns / st.runs : 0);
-	out_u64("run_ns", st.run_ns);
+	out_metric("run_ns", st.run_ns, &m_run_seconds);
 	out_end_object();
 }
 
@@ -79,7 +116,7 @@ static int show(const char *only)
 static int do_show(int argc, char **argv)
 {
 	if (argc > 1) {
-		p_err("usage: xpsctl stats show [NAME]");
+		p_err("usage: xpsctl [-o prometheus] stats show [NAME]");
 		return 1;
 	}
 	return show(argc ? argv[0] : NULL);
@@ -222,9 +259,9 @@ static int do_watch(int argc, char **argv)
 			nanosleep(&ts, NULL);
 		if (stop)
 			break;
-		if (!json_output && isatty(STDOUT_FILENO))
+		if (out_format == OUT_TEXT && isatty(STDOUT_FILENO))
 			fputs("\033[H\033[2J", stdout);
-		else if (!json_output && i)
+		else if (out_format == OUT_TEXT && i)
 			putchar('\n');
 		if (show(only))
 			return 1;
@@ -260,22 +297,22 @@ static int do_help(int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	fprintf(stderr,
-"Usage: xpsctl stats show [NAME]\n"
+"Usage: xpsctl [-j|-o prometheus] stats show [NAME]\n"
 "       xpsctl stats keys NAME [--top K]\n"
 "       xpsctl stats watch [NAME] [--count N]\n"
 "       xpsctl stats reset NAME\n");
-	return json_output ? 1 : 0;
+	return out_format == OUT_JSON ? 1 : 0;
 }
 
 int do_stats(int argc, char **argv)
 {
 	static const struct cmd cmds[] = {
-		{ "show", do_show },
-		{ "keys", do_keys },
-		{ "watch", do_watch },
-		{ "reset", do_reset_stats },
-		{ "help", do_help },
-		{ NULL, NULL },
+		{ "show", do_show, CMD_PROMETHEUS },
+		{ "keys", do_keys, 0 },
+		{ "watch", do_watch, 0 },
+		{ "reset", do_reset_stats, 0 },
+		{ "help", do_help, 0 },
+		{ NULL, NULL, 0 },
 	};
 
 	return dispatch(cmds, argc, argv, "stats");

@@ -7,6 +7,7 @@
  * Grammar as bpftool's: objects and commands match by prefix
  * ("xpsctl h l" is "xpsctl handler list"), -j/-p print JSON, and in JSON
  * mode every error is {"error": "..."} with a non-zero exit status.
+ * -o prometheus is for the commands whose table entry says CMD_PROMETHEUS.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -70,10 +71,24 @@ bool is_prefix(const char *arg, const char *full)
 	return *arg && !strncmp(arg, full, strlen(arg));
 }
 
+const struct cmd *find_cmd(const struct cmd *cmds, const char *arg)
+{
+	const struct cmd *c;
+
+	/* as bpftool: an exact name, else the first prefix match in order */
+	for (c = cmds; c->name; c++)
+		if (!strcmp(arg, c->name))
+			return c;
+	for (c = cmds; c->name; c++)
+		if (is_prefix(arg, c->name))
+			return c;
+	return NULL;
+}
+
 int dispatch(const struct cmd *cmds, int argc, char **argv,
 	     const char *what)
 {
-	const struct cmd *c, *found = NULL;
+	const struct cmd *c, *found;
 
 	if (argc < 1) {
 		for (c = cmds; c->name; c++)
@@ -82,19 +97,20 @@ int dispatch(const struct cmd *cmds, int argc, char **argv,
 		p_err("%s: missing command", what);
 		return 1;
 	}
-	/* as bpftool: an exact name, else the first prefix match in order */
-	for (c = cmds; c->name && !found; c++)
-		if (!strcmp(argv[0], c->name))
-			found = c;
-	for (c = cmds; c->name && !found; c++)
-		if (is_prefix(argv[0], c->name))
-			found = c;
-	if (found)
-		return found->fn(argc - 1, argv + 1);
-	else
+	found = find_cmd(cmds, argv[0]);
+	if (!found) {
 		p_err("%s: unknown command '%s' (try 'xpsctl %s help')", what,
 		      argv[0], what);
-	return 1;
+		return 1;
+	}
+	/* refused before it runs: a command must not act and print nothing */
+	if (out_format == OUT_PROMETHEUS && !(found->flags & CMD_PROMETHEUS)) {
+		p_err("'%s%s%s' has no prometheus output (see xpsctl(8))",
+		      strcmp(what, "xpsctl") ? what : "",
+		      strcmp(what, "xpsctl") ? " " : "", found->name);
+		return 1;
+	}
+	return found->fn(argc - 1, argv + 1);
 }
 
 /* Parse "--opt value" style arguments shared by the commands. */
@@ -185,14 +201,14 @@ static int do_reset(int argc, char **argv)
 static int do_help(int argc, char **argv);
 
 static const struct cmd objects[] = {
-	{ "status", do_status },
-	{ "handler", do_handler },
-	{ "stats", do_stats },
-	{ "data", do_data },
-	{ "service", do_service },
-	{ "reset", do_reset },
-	{ "help", do_help },
-	{ NULL, NULL },
+	{ "status", do_status, 0 },
+	{ "handler", do_handler, 0 },
+	{ "stats", do_stats, CMD_PROMETHEUS },
+	{ "data", do_data, 0 },
+	{ "service", do_service, 0 },
+	{ "reset", do_reset, 0 },
+	{ "help", do_help, 0 },
+	{ NULL, NULL, 0 },
 };
 
 static void usage(FILE *f)
@@ -208,7 +224,7 @@ static void usage(FILE *f)
 "  xpsctl handler detach NAME\n"
 "  xpsctl handler update NAME OBJ.bpf.o\n"
 "  xpsctl handler list\n"
-"  xpsctl stats show [NAME]\n"
+"  xpsctl [-o prometheus] stats show [NAME]\n"
 "  xpsctl stats keys NAME [--top K]\n"
 "  xpsctl stats watch [NAME] [--count N]\n"
 "  xpsctl stats reset NAME\n"
@@ -223,6 +239,8 @@ static void usage(FILE *f)
 "  xpsctl reset\n"
 "\n"
 "OPTIONS: -j, --json  JSON output     -p, --pretty  indented JSON\n"
+"         -o, --output text|json|prometheus  output format (prometheus:\n"
+"             node-exporter's textfile format, for 'stats show')\n"
 "         -v, --verbose (twice: libbpf debug)  -V, --version  -h, --help\n"
 "Objects and commands may be abbreviated to any unique prefix.\n"
 "XPS_BACKEND=native|stock chooses the backend of the first context.\n"
@@ -233,7 +251,7 @@ static int do_help(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	if (json_output) {
+	if (out_format == OUT_JSON) {
 		p_err("help is not available in JSON mode");
 		return 1;
 	}
@@ -246,6 +264,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "pretty", no_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -254,13 +273,21 @@ int main(int argc, char **argv)
 	int c, ret;
 
 	/* "+": options end at the object, like bpftool */
-	while ((c = getopt_long(argc, argv, "+jpvVh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+jpo:vVh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
-			json_output = true;
+			out_format = OUT_JSON;
 			break;
 		case 'p':
-			json_output = pretty_output = true;
+			out_format = OUT_JSON;
+			pretty_output = true;
+			break;
+		case 'o':
+			if (out_parse_format(optarg, &out_format)) {
+				p_err("unknown output format '%s' (text, json or prometheus)",
+				      optarg);
+				return 2;
+			}
 			break;
 		case 'v':
 			verbose++;
@@ -280,7 +307,7 @@ int main(int argc, char **argv)
 	/* a closed reader of our output is not worth a signal death */
 	signal(SIGPIPE, SIG_IGN);
 	if (optind >= argc) {
-		if (json_output) {
+		if (out_format == OUT_JSON) {
 			p_err("missing object");
 			return 1;
 		}
@@ -288,6 +315,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	ret = dispatch(objects, argc - optind, argv + optind, "xpsctl");
+	if (out_finish())
+		ret = 1;
 	fflush(stdout);
 	return ret;
 }
