@@ -918,33 +918,227 @@ static int do_list(int argc, char **argv)
 	return err < 0 ? lib_err("service list", err) : 0;
 }
 
+static const char svc_overview[] =
+"Usage: xpsctl service KIND --port N [OPTIONS]\n"
+"       xpsctl service stop NAME\n"
+"       xpsctl service list\n"
+"       xpsctl service help [KIND]\n"
+"\n"
+"Accelerate an unmodified server: a context running KIND's handler on the\n"
+"server's port plus, where the handler's cache must follow the server, a\n"
+"daemon (its pid, log and state in /run/xps/NAME.{pid,log,state}).\n"
+"\n"
+"Kinds:\n"
+"  redis          GETs of cached strings from the kernel (xps-redisd)\n"
+"  memcached      get/gets of cached items, TCP and UDP (xps-memcachedd)\n"
+"  http           blocked request methods answered as nginx would\n"
+"  redis-cluster  cluster bus PINGs answered with the node's PONG\n"
+"                 (xps-clusterd)\n"
+"\n"
+"Commands:\n"
+"  stop NAME      stop the daemon, remove the service's contexts\n"
+"  list           the services and their state\n"
+"\n"
+"'xpsctl service KIND --help' shows KIND's options; see also xpsctl(8).\n";
+
+/*
+ * Usage, as complete as xpsctl(8): "xpsctl service help [KIND]" and
+ * "xpsctl service KIND --help".  One entry per command of the table below.
+ */
+static const struct svc_usage {
+	const char *cmd;
+	const char *text;
+} svc_usages[] = {
+	{ "redis",
+"Usage: xpsctl service redis --port N [--name NAME] [--redis HOST:PORT]\n"
+"\n"
+"Answer GETs of cached strings for the unmodified redis-server listening on\n"
+"TCP port N from the kernel.  The handler answers a segment only when every\n"
+"request in it is a GET of a cached string, and invalidates the keys of a\n"
+"write before the write reaches Redis; the daemon xps-redisd fetches the\n"
+"keys the handler missed and keeps the handler out while a write could\n"
+"bypass it (clients older than the service, a unix socket, a replica,\n"
+"eviction, a password).\n"
+"\n"
+"Options:\n"
+"  --port N            the server's TCP port (required)\n"
+"  --name NAME         the context's name (default: redis)\n"
+"  --redis HOST:PORT   where xps-redisd reaches the server (default: the\n"
+"                      address port N listens on, from /proc/net/tcp, or\n"
+"                      127.0.0.1 when it listens on all of them)\n"
+"  -h, --help          this text\n"
+"\n"
+"Nothing is created when nothing answers there.  Daemon: xps-redisd, its pid,\n"
+"log and state in /run/xps/NAME.{pid,log,state}.\n"
+"\n"
+"Example:\n"
+"  redis-server --port 6379 --save \"\" &\n"
+"  xpsctl service redis --port 6379\n" },
+	{ "redis-cluster",
+"Usage: xpsctl service redis-cluster --port N [--bus-port M] [--max-age MS]\n"
+"                                    [--name NAME]\n"
+"\n"
+"Answer the Redis Cluster bus PINGs of the node whose client port is N from\n"
+"the kernel, with the node's own PONG (gossip stripped).  A composability\n"
+"context NAME on the bus port selects by the message type; PINGs run\n"
+"redis_cluster.bpf.o in the sub-context NAME-ping, which answers only one\n"
+"whole well-formed PING from a node the server knows.  The daemon\n"
+"xps-clusterd refreshes the PONG every 100 ms; the kernel uses it only\n"
+"while it is younger than MS, so a stopped or hung node stops being\n"
+"answered for.\n"
+"\n"
+"Options:\n"
+"  --port N            the node's client port (required)\n"
+"  --bus-port M        its cluster bus port (default: N + 10000)\n"
+"  --max-age MS        the oldest PONG the kernel sends, in milliseconds\n"
+"                      (default: half of the node's cluster-node-timeout)\n"
+"  --name NAME         the context's name, at most 26 characters\n"
+"                      (default: redis-cluster)\n"
+"  -h, --help          this text\n"
+"\n"
+"The configuration (cluster mode, bus port, a PONG from the bus) is checked\n"
+"before anything is created.  Start the service before the bus links form:\n"
+"on the stock backend, links accepted earlier stay on the socket path.\n"
+"Daemon: xps-clusterd, its pid, log and state in /run/xps/NAME.{pid,log,state};\n"
+"PINGs answered: tx of 'xpsctl stats show NAME-ping'.\n"
+"\n"
+"Example:\n"
+"  xpsctl service redis-cluster --port 7001 --max-age 1000\n" },
+	{ "memcached",
+"Usage: xpsctl service memcached --port N [--udp] [--name NAME]\n"
+"                                [--memcached HOST:PORT]\n"
+"\n"
+"Answer get and gets of cached items (1 to 8 keys) for the unmodified\n"
+"memcached listening on TCP port N from the kernel.  Writes invalidate\n"
+"their keys before they reach the server; the daemon xps-memcachedd fetches\n"
+"the keys the handler missed (items without an expiry time).\n"
+"\n"
+"Options:\n"
+"  --port N                the server's port (required)\n"
+"  --udp                   also on UDP port N, in the context NAME-udp; it\n"
+"                          shares NAME's cache, and one daemon serves both\n"
+"  --name NAME             the context's name (default: memcached)\n"
+"  --memcached HOST:PORT   where xps-memcachedd reaches the server (default:\n"
+"                          the address port N listens on, from\n"
+"                          /proc/net/tcp, or 127.0.0.1 when it listens on\n"
+"                          all of them)\n"
+"  -h, --help              this text\n"
+"\n"
+"Nothing is created when nothing answers there.  Daemon: xps-memcachedd,\n"
+"its pid, log and state in /run/xps/NAME.{pid,log,state}.\n"
+"\n"
+"Example:\n"
+"  memcached -p 11211 -U 11211 -u nobody &\n"
+"  xpsctl service memcached --port 11211 --udp\n" },
+	{ "http",
+"Usage: xpsctl service http --port N [--block METHOD=STATUS]... [--name NAME]\n"
+"\n"
+"Answer requests with a blocked method for the unmodified nginx listening\n"
+"on TCP port N from the kernel, with the bytes nginx itself would send\n"
+"(its built-in error page, its Server header, learnt by a HEAD / to\n"
+"127.0.0.1:N).  Requests whose answer could depend on anything but the\n"
+"method, the HTTP version and Connection go to nginx.  No daemon.\n"
+"\n"
+"Options:\n"
+"  --port N               the server's TCP port (required)\n"
+"  --block METHOD=STATUS  answer METHOD with STATUS: 403, 404, 405, 429, or\n"
+"                         444 to reset the connection (default: POST=405;\n"
+"                         up to 16)\n"
+"  --name NAME            the context's name (default: http)\n"
+"  -h, --help             this text\n"
+"\n"
+"Example:\n"
+"  xpsctl service http --port 80 --block POST=405 --block PUT=444\n" },
+	{ "stop",
+"Usage: xpsctl service stop NAME\n"
+"\n"
+"Stop the service's daemon (SIGTERM, SIGKILL after 5 s) and remove its\n"
+"contexts: NAME, its sub-contexts and memcached's NAME-udp.\n" },
+	{ "help", svc_overview },
+	{ "list",
+"Usage: xpsctl service list\n"
+"\n"
+"The services: name, kind, port, daemon pid, log and state:\n"
+"  running              the kernel answers\n"
+"  degraded: WHY        the daemon keeps the handler out, for instance while\n"
+"                       connections older than the service exist\n"
+"  restarting: WHY      the daemon lost the server and reconnects, backing\n"
+"                       off; everything cached before is invalidated\n"
+"  dead                 the daemon is gone and the handler answers nothing:\n"
+"                       stop and start the service\n" },
+	{ NULL, NULL },
+};
+
+/* Print the usage of @cmd, a full name of do_service()'s table. */
+static int svc_usage(const char *cmd)
+{
+	const struct svc_usage *u;
+
+	if (out_format == OUT_JSON) {
+		p_err("help is not available in JSON mode");
+		return 1;
+	}
+	for (u = svc_usages; u->cmd; u++)
+		if (!strcmp(cmd, u->cmd)) {
+			fputs(u->text, stdout);
+			return 0;
+		}
+	p_err("service: no usage for '%s'", cmd);
+	return 1;
+}
+
+/* "-h" or "--help" anywhere: the usage instead of the command */
+static bool wants_help(int argc, char **argv)
+{
+	int i;
+
+	for (i = 0; i < argc; i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	return false;
+}
+
+static int do_help(int argc, char **argv);
+
+static const struct cmd svc_cmds[] = {
+	{ "redis", do_redis, 0 },
+	{ "redis-cluster", do_redis_cluster, 0 },
+	{ "memcached", do_memcached, 0 },
+	{ "http", do_http, 0 },
+	{ "stop", do_stop, 0 },
+	{ "list", do_list, 0 },
+	{ "help", do_help, 0 },
+	{ NULL, NULL, 0 },
+};
+
 static int do_help(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr,
-"Usage: xpsctl service redis --port N [--name NAME] [--redis HOST:PORT]\n"
-"       xpsctl service memcached --port N [--udp] [--name NAME] [--memcached HOST:PORT]\n"
-"       xpsctl service http --port N [--block METHOD=STATUS]... [--name NAME]\n"
-"       xpsctl service redis-cluster --port N [--bus-port M] [--max-age MS]\n"
-"                                    [--name NAME]\n"
-"       xpsctl service stop NAME\n"
-"       xpsctl service list\n");
-	return out_format == OUT_JSON ? 1 : 0;
+	const struct cmd *c;
+
+	if (argc > 1) {
+		p_err("usage: xpsctl service help [KIND]");
+		return 1;
+	}
+	if (!argc)
+		return svc_usage("help");
+	c = find_cmd(svc_cmds, argv[0]);
+	if (!c) {
+		p_err("service help: unknown command '%s' (try 'xpsctl service help')",
+		      argv[0]);
+		return 1;
+	}
+	return svc_usage(c->name);
 }
 
 int do_service(int argc, char **argv)
 {
-	static const struct cmd cmds[] = {
-		{ "redis", do_redis, 0 },
-		{ "redis-cluster", do_redis_cluster, 0 },
-		{ "memcached", do_memcached, 0 },
-		{ "http", do_http, 0 },
-		{ "stop", do_stop, 0 },
-		{ "list", do_list, 0 },
-		{ "help", do_help, 0 },
-		{ NULL, NULL, 0 },
-	};
+	const struct cmd *c;
 
-	return dispatch(cmds, argc, argv, "service");
+	/* "xpsctl service KIND ... --help": KIND's usage, nothing done */
+	if (argc > 1 && wants_help(argc - 1, argv + 1)) {
+		c = find_cmd(svc_cmds, argv[0]);
+		if (c)
+			return svc_usage(c->name);
+	}
+	return dispatch(svc_cmds, argc, argv, "service");
 }
