@@ -133,8 +133,11 @@ static pid_t spawn_daemon(const char *name, char *const argv[])
 	if (pipe(pfd))
 		return -1;
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
 		return -1;
+	}
 	if (!pid) {
 		/* double fork: the daemon is not our child */
 		close(pfd[0]);
@@ -154,6 +157,14 @@ static pid_t spawn_daemon(const char *name, char *const argv[])
 		fd = open("/dev/null", O_RDONLY);
 		if (fd >= 0)
 			dup2(fd, STDIN_FILENO);
+		/*
+		 * Nothing else of the caller's: a daemon that kept its fds
+		 * would hold its locks (flock(1)) and keep its pipes from
+		 * ever reaching EOF for as long as the service runs.
+		 */
+		if (close_range(3, ~0u, 0))
+			for (fd = 3; fd < sysconf(_SC_OPEN_MAX); fd++)
+				close(fd);
 		execv(argv[0], argv);
 		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
