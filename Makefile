@@ -136,6 +136,9 @@ install: all
 	install -m 755 $(XPSCTL) $(DAEMONS) $(DESTDIR)$(PREFIX)/sbin/
 	install -m 644 docs/xpsctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 644 $(filter-out %/$(FRAMEWORK).bpf.o,$(BPF_OBJS)) $(DESTDIR)$(PREFIX)/share/xps/bpf/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 644 contrib/bash-completion/xpsctl \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/xpsctl
 
 # ---- tests -------------------------------------------------------------
 
