@@ -53,6 +53,8 @@ for s in "${suites[@]}"; do
 			bash -c "$(declare -f need_root); need_root integration && XPS_BACKEND=stock python3 tests/integration/test_faults.py"
 		run "integration: the README's example, stock backend" \
 			bash -c "$(declare -f need_root); need_root integration && XPS_BACKEND=stock python3 tests/integration/test_readme.py"
+		run "integration: xpsctl output formats, usage, completion, stock backend" \
+			bash -c "$(declare -f need_root); need_root integration && XPS_BACKEND=stock python3 tests/integration/test_xpsctl.py"
 		run "integration: differential soak, stock backend" \
 			bash -c "$(declare -f need_root); need_root integration && XPS_BACKEND=stock python3 tests/integration/test_soak.py"
 		run "integration: reply ordering, stock backend" \
