@@ -31,6 +31,22 @@ struct tcp_sock___xps {
 	__u8 xps_state;		/* XPS_SK_*: the patched kernel only */
 } __attribute__((preserve_access_index));
 
+/* struct tcp_skb_cb, in sk_buff's cb[] while the skb is on a TCP queue */
+struct tcp_skb_cb___xps {
+	__u32 seq;
+	__u32 end_seq;
+	__u32 tcp_tw_isn;
+	__u8 tcp_flags;
+};
+
+struct sk_buff___xps {
+	char cb[48];
+} __attribute__((preserve_access_index));
+
+#define XPS_TCPHDR_FIN	0x01	/* include/net/tcp.h */
+
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+
 struct task_struct___xps {
 	unsigned int flags;
 } __attribute__((preserve_access_index));
@@ -312,7 +328,7 @@ static __always_inline int resolve_slot(struct __sk_buff *skb,
  * the same one.  Seen under load: the inner run overwrote the outer one's
  * state and one request was answered twice, the next one never.  A run
  * that finds another under way on its CPU leaves everything alone and
- * passes its request (pass_nested()).  A run ends in xps__run_end(),
+ * passes its request uncounted (pass_uncounted()).  A run ends in xps__run_end(),
  * called by xps__account() for every handler verdict and by every
  * framework exit; a run started more than XPS_RUN_STALE_NS ago is over
  * whatever its flag says, so a missed clear costs passes for that long,
@@ -579,14 +595,45 @@ static __always_inline int sockmap_may_consume(struct __sk_buff *skb,
 }
 
 /*
- * A request passed by a nested run (see run_begin()): no handler counted
- * it, so the connection leaves the fast path.
+ * sockmap reads whole skbs off the receive queue (tcp_read_skb()), but
+ * tcp_data_queue() queues a segment that partially overlaps bytes already
+ * received whole, with its old head: recvmsg() skips that head by offset,
+ * sockmap does not.  A retransmission that covers a lost segment and some
+ * bytes received before it would reach the service twice (a request
+ * executed twice, replies out of step) and push copied_seq past rcv_nxt
+ * (tcp_eat_skb() charges the skb's length).  So the verdict cuts off what
+ * it has seen before (@conn->rx_seq, the first byte it has not).  The
+ * skb's new bytes end at end_seq, less one for a FIN.
+ * Returns the skb's length after the cut.
  */
-static __always_inline void pass_nested(struct __sk_buff *skb)
+static __always_inline __u32 sockmap_trim_seen(struct __sk_buff *skb,
+					       struct xps_conn *conn)
 {
-	__u64 cookie = bpf_get_socket_cookie(skb);
+	struct sk_buff___xps *kskb = bpf_cast_to_kern_ctx(skb);
+	struct tcp_skb_cb___xps *cb = (void *)kskb->cb;
+	__u32 end, seen, k, i;
 
-	pass_uncounted(bpf_map_lookup_elem(&xps_conns, &cookie));
+	end = cb->end_seq - (cb->tcp_flags & XPS_TCPHDR_FIN ? 1 : 0);
+	if (!(conn->flags & XPS_CONN_RX_SEQ)) {
+		conn->flags |= XPS_CONN_RX_SEQ;
+		conn->rx_seq = end;
+		return skb->len;
+	}
+	seen = conn->rx_seq - (end - skb->len);
+	if ((__s32)(end - conn->rx_seq) > 0)
+		conn->rx_seq = end;
+	if ((__s32)seen <= 0)
+		return skb->len;
+	/* bpf_skb_adjust_room() takes at most 4095 bytes a call */
+	for (i = 0; i < 17 && seen && skb->len; i++) {
+		k = seen < 4095 ? seen : 4095;
+		if (k > skb->len)
+			k = skb->len;
+		if (bpf_skb_adjust_room(skb, -(__s32)k, 0, 0))
+			break;
+		seen -= k;
+	}
+	return skb->len;
 }
 
 SEC("sk_skb/stream_verdict")
@@ -598,19 +645,23 @@ int xps_stream_verdict(struct __sk_buff *skb)
 	__u64 cookie;
 	int sub, nested;
 
+	cfg = config();
+	cookie = bpf_get_socket_cookie(skb);
+	conn = cfg ? bpf_map_lookup_elem(&xps_conns, &cookie) : NULL;
+	if (conn && skb->len && !sockmap_trim_seen(skb, conn)) {
+		/* every byte seen before: nothing for the service either */
+		return XPS__SK_DROP;
+	}
 	/* a bare FIN reaches the verdict as an empty skb: not a request */
 	if (!skb->len)
 		return XPS__SK_PASS;
 	run = run_begin(&nested);
 	if (nested) {
-		pass_nested(skb);
+		pass_uncounted(conn);
 		return XPS__SK_PASS;
 	}
 	if (!run)
 		return XPS__SK_PASS;
-	cfg = config();
-	cookie = bpf_get_socket_cookie(skb);
-	conn = cfg ? bpf_map_lookup_elem(&xps_conns, &cookie) : NULL;
 	if (!conn) {
 		xps__run_end(run);
 		return XPS__SK_PASS;

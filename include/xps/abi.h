@@ -207,6 +207,7 @@ struct xps_conn {
 	__u32 eg_seq;		/* first stream byte egress has not seen */
 	__u32 kr_bytes;		/* kernel reply bytes written at eg_seq */
 	__u32 nobody;		/* HTTP: bit (n % 32) set: reply n has no body */
+	__u32 rx_seq;		/* stock: first byte the verdict has not seen */
 	struct xps_reply rp;
 };
 
@@ -243,6 +244,8 @@ enum xps_conn_flags {
 	XPS_CONN_NO_SLOT = 1 << 1,
 	/* eg_seq is set (from snd_nxt when the connection was accepted). */
 	XPS_CONN_EGRESS = 1 << 2,
+	/* rx_seq is set (by the connection's first stream verdict run). */
+	XPS_CONN_RX_SEQ = 1 << 3,
 };
 
 /* Framework-wide knobs, ARRAY index 0. */
@@ -305,7 +308,7 @@ _Static_assert(sizeof(struct xps_handler_stats) == 64, "xps_handler_stats layout
 _Static_assert(sizeof(struct xps_ctx_info) == 264, "xps_ctx_info layout");
 _Static_assert(sizeof(struct xps_run) == 64, "xps_run layout");
 _Static_assert(sizeof(struct xps_reply) == 32, "xps_reply layout");
-_Static_assert(sizeof(struct xps_conn) == 88, "xps_conn layout");
+_Static_assert(sizeof(struct xps_conn) == 96, "xps_conn layout");
 _Static_assert(sizeof(struct xps_config) == 40, "xps_config layout");
 
 #endif /* __XPS_ABI_H */

@@ -22,11 +22,11 @@ PORT = 17400
 class Redis:
     """A throwaway redis-server: no persistence, no unix socket."""
 
-    def __init__(self, port=PORT):
+    def __init__(self, port=PORT, bind="127.0.0.1 ::1"):
         self.port = port
         self.dir = tempfile.mkdtemp(prefix="xps-redis-")
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1 ::1",
+            ["redis-server", "--port", str(port), "--bind", bind,
              "--save", "", "--appendonly", "no", "--dir", self.dir,
              "--protected-mode", "no", "--loglevel", "warning"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

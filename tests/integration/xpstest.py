@@ -229,7 +229,10 @@ _tests = []
 
 
 def test(fn):
-    _tests.append(fn)
+    """Register @fn as a test of the suite being run: a suite that
+    imports another's helpers does not run that suite's tests."""
+    if fn.__module__ == "__main__":
+        _tests.append(fn)
     return fn
 
 
