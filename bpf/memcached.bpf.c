@@ -10,6 +10,7 @@
 #include "xps.bpf.h"
 #include "proto/memcached.bpf.h"
 #include "stage.bpf.h"
+#include "kvsum.bpf.h"
 #include "kv_count.bpf.h"
 #include "memcached.h"
 
@@ -28,6 +29,7 @@ struct mc_scratch {
 	struct xps_stage out;			/* the reply, built */
 	struct xps_kv_req req;
 	struct mc_key key;
+	__u8 key_pad[8];	/* zeros: the seal reads the key in words */
 };
 
 struct {
@@ -174,29 +176,45 @@ static __always_inline int stage_lit(struct walk *w, const char *s, __u32 n)
 	return 0;
 }
 
-/* One VALUE block for key i of the current request, from the cache. */
+/*
+ * One VALUE block for key i of the current request, from the cache: @v's
+ * stamps as read once by the caller, its bytes as copied here, served
+ * only when the copy matches the seal the filler put on it
+ * (include/xps/kvsum.h).
+ */
 static __always_inline int stage_value(struct walk *w, __u32 i,
-				       struct mc_value *v, int with_cas)
+				       struct mc_value *v, __u32 vlen,
+				       __u32 cgen, __u32 flags, __u64 cas,
+				       __u64 ver, __u64 sum, int with_cas)
 {
 	struct xps_kv_req *req = &w->sc->req;
-	__u32 h, vlen = v->len;
+	__u32 h, at;
 
 	if (i >= XPS_MAX_KEYS || vlen > MC_VALUE_MAX)
 		return -1;
 	h = xps_mc_encode_value_hdr(w->sc->hdr, 0, w->sc->in, req->keys[i],
-				    v->flags, vlen, v->cas, with_cas);
-	if (!h || stage(w, w->sc->hdr, h) || stage(w, v->v, vlen) ||
-	    stage_lit(w, "\r\n", 2))
+				    flags, vlen, cas, with_cas);
+	if (!h || stage(w, w->sc->hdr, h))
 		return -1;
-	return 0;
+	at = w->out_len;
+	if (stage(w, v->v, vlen))
+		return -1;
+	/* torn, another key's or replaced while copied: not served */
+	if (xps_kv_sum_stage(&w->sc->out, at, vlen,
+			     xps_kv_seal_head(vlen | (__u64)cgen << 32, ver,
+					      cas, flags, w->sc->key.k,
+					      w->sc->key.len, 256)) != sum)
+		return -1;
+	return stage_lit(w, "\r\n", 2);
 }
 
 static long walk_one(__u32 i, void *ctx)
 {
 	struct walk *w = ctx;
 	struct xps_kv_req *req = &w->sc->req;
+	__u32 k, vlen = 0, cgen = 0, flags = 0;
+	__u64 cas = 0, ver = 0, sum = 0;
 	struct mc_value *v;
-	__u32 k;
 	int kind;
 
 	if (w->off >= w->len) {
@@ -230,14 +248,24 @@ static long walk_one(__u32 i, void *ctx)
 				break;
 			}
 			v = xps_data_lookup(&w->sc->key);
-			if (!v || v->cgen != w->st->cgen ||
-		    v->version != xps_version_get(&w->sc->key)) {
+			if (v) {
+				/* each read once: the seal is checked with these */
+				vlen = *(volatile __u32 *)&v->len;
+				cgen = *(volatile __u32 *)&v->cgen;
+				flags = *(volatile __u32 *)&v->flags;
+				cas = *(volatile __u64 *)&v->cas;
+				ver = *(volatile __u64 *)&v->version;
+				sum = *(volatile __u64 *)&v->sum;
+			}
+			if (!v || cgen != w->st->cgen ||
+			    ver != xps_version_get(&w->sc->key)) {
 				xps_note_miss(&w->sc->key);
 				w->serve = 0;
 				continue;
 			}
 			if (w->serve &&
-			    stage_value(w, k, v, !!(req->flags & XPS_F_CAS)))
+			    stage_value(w, k, v, vlen, cgen, flags, cas, ver,
+					sum, !!(req->flags & XPS_F_CAS)))
 				w->serve = 0;
 		}
 		if (w->serve && !stage_lit(w, XPS_MC_END, XPS_MC_END_LEN))

@@ -26,6 +26,12 @@ struct mc_value {
 	__u32 cgen;			/* mc_state.cgen when filled */
 	__u32 pad;
 	__u64 version;			/* the key's version when filled */
+	/*
+	 * xps_kv_seal(len | (__u64)cgen << 32, version, cas, flags, key, v):
+	 * a value whose seal does not match is not served
+	 * (include/xps/kvsum.h)
+	 */
+	__u64 sum;
 	__u8 v[MC_VALUE_MAX];
 };
 
@@ -55,7 +61,7 @@ enum mc_conn_flags {
 };
 
 _Static_assert(sizeof(struct mc_key) == 256, "mc_key layout");
-_Static_assert(sizeof(struct mc_value) == 1056, "mc_value layout");
+_Static_assert(sizeof(struct mc_value) == 1064, "mc_value layout");
 _Static_assert(sizeof(struct mc_state) == 40, "mc_state layout");
 
 #endif

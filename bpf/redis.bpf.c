@@ -13,6 +13,7 @@
 #include "xps.bpf.h"
 #include "proto/redis.bpf.h"
 #include "stage.bpf.h"
+#include "kvsum.bpf.h"
 #include "kv_count.bpf.h"
 #include "redis.h"
 
@@ -99,11 +100,16 @@ static __always_inline void invalidate(struct walk *w)
 	}
 }
 
-/* Append the bulk reply of @v to the staged reply. */
-static __always_inline int stage_bulk(struct walk *w, struct redis_value *v)
+/*
+ * Append the bulk reply of @v, @vlen bytes long, to the staged reply, if
+ * the copy matches @sum, the seal the filler put on it, when computed
+ * from @head (the seal of the value's stamps and of the key asked for).
+ */
+static __always_inline int stage_bulk(struct walk *w, struct redis_value *v,
+				      __u32 vlen, __u64 head, __u64 sum)
 {
 	__u8 hdr[XPS_REDIS_BULK_HDR_MAX];
-	__u32 h, vlen = v->len, at = w->out_len, i;
+	__u32 h, at = w->out_len, i;
 
 	if (vlen > REDIS_VALUE_MAX || at > XPS_STAGE_SIZE)
 		return -1;
@@ -119,6 +125,9 @@ static __always_inline int stage_bulk(struct walk *w, struct redis_value *v)
 	if (vlen && xps_stage_copy(&w->sc->out, at,
 				   (const struct xps_stage_chunk *)v->v, vlen))
 		return -1;
+	/* torn, another key's or replaced while copied: not served */
+	if (xps_kv_sum_stage(&w->sc->out, at, vlen, head) != sum)
+		return -1;
 	at += vlen;
 	w->sc->out.b[at & (XPS_STAGE_SIZE - 1)] = '\r';
 	w->sc->out.b[(at + 1) & (XPS_STAGE_SIZE - 1)] = '\n';
@@ -131,6 +140,8 @@ static long walk_one(__u32 i, void *ctx)
 	struct walk *w = ctx;
 	struct xps_kv_req *req = &w->sc->req;
 	struct redis_value *v;
+	__u32 vlen = 0, cgen = 0;
+	__u64 ver = 0, sum = 0;
 	int kind;
 
 	if (w->off >= w->len) {
@@ -157,13 +168,25 @@ static long walk_one(__u32 i, void *ctx)
 			break;
 		}
 		v = xps_data_lookup(&w->sc->key);
-		if (!v || v->cgen != w->st->cgen ||
-		    v->version != xps_version_get(&w->sc->key)) {
+		if (v) {
+			/* each stamp read once: the seal is checked with these */
+			vlen = *(volatile __u32 *)&v->len;
+			cgen = *(volatile __u32 *)&v->cgen;
+			ver = *(volatile __u64 *)&v->version;
+			sum = *(volatile __u64 *)&v->sum;
+		}
+		if (!v || cgen != w->st->cgen ||
+		    ver != xps_version_get(&w->sc->key)) {
 			xps_note_miss(&w->sc->key);
 			w->serve = 0;
 			break;
 		}
-		if (w->serve && stage_bulk(w, v) == 0)
+		if (w->serve &&
+		    stage_bulk(w, v, vlen,
+			       xps_kv_seal_head(vlen | (__u64)cgen << 32, ver,
+						0, 0, w->sc->key.k,
+						w->sc->key.len, REDIS_KEY_MAX),
+			       sum) == 0)
 			w->gets++;
 		else
 			w->serve = 0;

@@ -23,6 +23,12 @@ struct redis_value {
 	__u32 len;
 	__u32 cgen;			/* redis_state.cgen when filled */
 	__u64 version;			/* the key's version when filled */
+	/*
+	 * xps_kv_seal(len | (__u64)cgen << 32, version, 0, 0, key, v):
+	 * a value whose seal does not match is not served
+	 * (include/xps/kvsum.h)
+	 */
+	__u64 sum;
 	__u8 v[REDIS_VALUE_MAX];
 };
 
@@ -46,7 +52,7 @@ enum redis_conn_flags {
 };
 
 _Static_assert(sizeof(struct redis_key) == 132, "redis_key layout");
-_Static_assert(sizeof(struct redis_value) == 1040, "redis_value layout");
+_Static_assert(sizeof(struct redis_value) == 1048, "redis_value layout");
 _Static_assert(sizeof(struct redis_state) == 8, "redis_state layout");
 
 #endif

@@ -28,6 +28,7 @@
 #include "libxps.h"
 #include "filler.h"
 #include "../bpf/memcached.h"
+#include <xps/kvsum.h>
 
 #define logmsg(...) flog("xps-memcachedd: " __VA_ARGS__)
 #define UDP_QUIET_NS 1000000000ull
@@ -171,6 +172,8 @@ static int fill_one(struct filler *f, struct mc *c, const struct mc_key *k)
 	val.flags = fl;
 	val.cas = cas;
 	val.cgen = st.cgen;
+	val.sum = xps_kv_seal(val.len | (__u64)val.cgen << 32, val.version,
+			      val.cas, val.flags, k->k, k->len, val.v, val.len);
 	return filler_commit(f, k, &val);
 }
 

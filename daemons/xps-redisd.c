@@ -35,6 +35,7 @@
 #include "filler.h"
 #include "resp.h"
 #include "../bpf/redis.h"
+#include <xps/kvsum.h>
 
 #define logmsg(...) flog("xps-redisd: " __VA_ARGS__)
 
@@ -203,6 +204,8 @@ static int fill_one(struct ctx *x, const struct redis_key *k)
 	}
 	val.len = n;
 	val.cgen = st.cgen;
+	val.sum = xps_kv_seal(val.len | (__u64)val.cgen << 32, val.version,
+			      0, 0, k->k, k->len, val.v, val.len);
 	if (filler_commit(&x->f, k, &val))
 		return -1;
 	if (verbose > 1)

@@ -8,13 +8,14 @@ import random
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import threading
 import time
 
-from xpstest import (resp, XpsError, eq, redis_cli, main, recv_exact, stats, test, wait_for,
-                     xpsctl)
+from xpstest import (attach, kv_seal, resp, XpsError, eq, redis_cli, redis_value_hex, main, recv_exact,
+                     stats, test, wait_for, xpsctl)
 
 PORT = 17400
 
@@ -429,6 +430,48 @@ def test_service_list_and_stop():
         if "error" not in r2:
             raise AssertionError(r2)
     finally:
+        r.close()
+
+
+@test
+def test_value_served_only_with_its_seal():
+    """A cached value is served only when the copy the handler sends
+    matches the seal its filler put on it (include/xps/kvsum.h): bytes
+    from another key, a torn copy or a stale one are passed to Redis.
+    No filler here: the test puts the values itself."""
+    r = Redis()
+    try:
+        r.cli("SET", "k", "from-redis")
+        attach("redis", PORT, name="sealed")
+        c = Client()
+        c.call("PING")      # accepted and counted before the cache has k
+
+        def kernel_get(what):
+            before = stats("sealed")["tx"]
+            got = c.call("GET", "k")
+            return got, stats("sealed")["tx"] - before
+
+        xpsctl("data", "put", "sealed", "k", redis_value_hex(b"k", b"from-cache"))
+        eq(kernel_get("sealed"), (b"$10\r\nfrom-cache\r\n", 1), "a sealed value")
+        def value(val, key=b"k", seal_val=None, seal_version=0, seal=None):
+            if seal is None:
+                seal = kv_seal(len(val), seal_version, 0, 0, key,
+                               val if seal_val is None else seal_val)
+            return "hex:" + (struct.pack("<IIQQ", len(val), 0, 0, seal) + val +
+                             bytes(1024 - len(val))).hex()
+        eq(value(b"from-cache"), redis_value_hex(b"k", b"from-cache"), "seal")
+        bad = [
+            ("sealed for other bytes", value(b"from-cache", seal_val=b"from-kache")),
+            ("sealed for another key", value(b"from-cache", key=b"j")),
+            ("sealed for another version", value(b"from-cache", seal_version=5)),
+            ("not sealed", value(b"from-cache", seal=0)),
+        ]
+        for what, val in bad:
+            xpsctl("data", "set", "sealed", "k", val)
+            eq(kernel_get(what), (b"$10\r\nfrom-redis\r\n", 0), "a value " + what)
+        c.close()
+    finally:
+        xpsctl("handler", "detach", "sealed", check=False)
         r.close()
 
 

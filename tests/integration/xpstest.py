@@ -8,6 +8,7 @@ service, and prove the service never saw what the kernel consumed.
 import json
 import os
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -193,6 +194,32 @@ def resp(*args):
         a = a if isinstance(a, bytes) else str(a).encode()
         out += b"$%d\r\n%s\r\n" % (len(a), a)
     return out
+
+
+def kv_seal(s0, s1, s2, s3, key, val):
+    """include/xps/kvsum.h's xps_kv_seal(), for values a test puts in a
+    kv-cache context itself (the fillers seal theirs)."""
+    M = (1 << 64) - 1
+
+    def mix(h, w):
+        h = ((h ^ w) * 0x9e3779b97f4a7c15) & M
+        return h ^ (h >> 29)
+
+    def fold(h, b):
+        for i in range(0, len(b), 8):
+            h = mix(h, int.from_bytes(b[i:i + 8], "little"))
+        return h
+    h = 0x6a09e667f3bcc908
+    for w in (s0, s1, s2, s3):
+        h = mix(h, w & M)
+    return fold(fold(h, key), val)
+
+
+def redis_value_hex(key, val, cgen=0, version=0):
+    """A sealed struct redis_value (bpf/redis.h) for `xpsctl data put`."""
+    s = kv_seal(len(val) | cgen << 32, version, 0, 0, key, val)
+    return "hex:" + (struct.pack("<IIQQ", len(val), cgen, version, s)
+                     + val + bytes(1024 - len(val))).hex()
 
 
 def redis_cli(port, *args):

@@ -34,6 +34,7 @@
 #include "libxps.h"
 #include "redis.h"
 #include "memcached.h"
+#include <xps/kvsum.h>
 #include "http_filter.h"
 #include "redis.bpf.h"
 #include "memcached.bpf.h"
@@ -265,6 +266,8 @@ static int redis_cache(const struct redis_key *key, const char *val,
 	v.cgen = st.cgen;
 	v.version = version_of(redis.versions, key);
 	memcpy(v.v, val, v.len);
+	v.sum = xps_kv_seal(v.len | (__u64)v.cgen << 32, v.version, 0, 0,
+			    key->k, key->len, v.v, v.len);
 	if (want)
 		*want_len += xps_redis_encode_bulk((__u8 *)want + *want_len,
 						   (const __u8 *)val, v.len);
@@ -619,6 +622,8 @@ static int mc_cache(const struct mc_key *key, const char *val, __u32 flags,
 	v.cgen = st.cgen;
 	v.version = version_of(mc.versions, key);
 	memcpy(v.v, val, v.len);
+	v.sum = xps_kv_seal(v.len | (__u64)v.cgen << 32, v.version, v.cas,
+			    v.flags, key->k, key->len, v.v, v.len);
 	return xps_set_data(mc.ctx, key, &v);
 }
 
