@@ -882,11 +882,10 @@ static __always_inline void swap_addrs(struct __sk_buff *skb, __u8 family,
 
 /*
  * The native hook has no sk_msg, so answered writes are released here, on
- * data segments only (the caller checks): a pure ACK also leaves when the
- * service has merely read a write, before executing it.  The hook sends no
- * reply on a connection that owes one (conn_may_answer()), but a kernel
- * reply decided before a write arrived may still be leaving, and it
- * releases that write too early: a known limit.
+ * segments that carry bytes the service wrote (the caller checks): a pure
+ * ACK also leaves when the service has merely read a write, before
+ * executing it, and a kernel reply decided before a write arrived may
+ * still be leaving after the service read that write.
  */
 static __always_inline void egress_release(struct __sk_buff *skb,
 					   struct xps_conn *conn)
@@ -977,25 +976,29 @@ static long eg_step(__u32 i, void *ctx)
 	return 0;
 }
 
-static __always_inline void egress_count(struct __sk_buff *skb,
-					 struct xps_conn *conn,
-					 const struct tcphdr *th, __u32 payload)
+/*
+ * Returns whether the segment carries bytes the service wrote and egress
+ * had not seen (when the count is lost: whether it carries data at all).
+ */
+static __always_inline int egress_count(struct __sk_buff *skb,
+					struct xps_conn *conn,
+					const struct tcphdr *th, __u32 payload)
 {
 	struct eg_walk w = { .skb = skb, .conn = conn };
 	__u32 seq, end, k;
 
 	if ((conn->flags & (XPS_CONN_UNCOUNTED | XPS_CONN_EGRESS)) !=
 	    XPS_CONN_EGRESS)
-		return;
+		return 1;
 	seq = bpf_ntohl(th->seq);
 	end = seq + payload;
 	if ((__s32)(seq - conn->eg_seq) > 0) {
 		/* bytes were sent that egress never saw */
 		xps__lose_count(conn);
-		return;
+		return 1;
 	}
 	if ((__s32)(end - conn->eg_seq) <= 0)
-		return;		/* a retransmission */
+		return 0;	/* a retransmission */
 	w.off = skb->len - (end - conn->eg_seq);
 	w.end = skb->len;
 	k = end - conn->eg_seq;
@@ -1005,10 +1008,11 @@ static __always_inline void egress_count(struct __sk_buff *skb,
 	w.off += k;
 	conn->eg_seq = end;
 	if (w.off >= w.end)
-		return;
+		return 0;	/* nothing but kernel replies */
 	bpf_loop(XPS_EG_STEPS, eg_step, &w, 0);
 	if (w.lost || w.off < w.end)
 		xps__lose_count(conn);
+	return 1;
 }
 
 /* The transport header offset of a TCP segment, 0 if it is not one. */
@@ -1063,14 +1067,12 @@ int xps_tc_egress(struct __sk_buff *skb)
 	if (!l4 || bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
 		return TC_ACT_OK;
 	payload = skb->len - l4 - th.doff * 4;
-	/* data, not a bare ACK: a pure ACK also leaves when the service has
-	 * only read a write, before executing it (egress_release())
+	/* bytes the service wrote, not a bare ACK or a kernel reply
+	 * (egress_release())
 	 */
-	if (payload && payload <= skb->len) {
-		egress_count(skb, conn, &th, payload);
-		if (conn->unacked)
-			egress_release(skb, conn);
-	}
+	if (payload && payload <= skb->len &&
+	    egress_count(skb, conn, &th, payload) && conn->unacked)
+		egress_release(skb, conn);
 	if (!conn->reset_pending)
 		return TC_ACT_OK;
 	family = skb->protocol == bpf_htons(ETH_P_IP) ? AF_INET : AF_INET6;
