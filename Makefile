@@ -41,7 +41,7 @@ LIBBPF_LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf -le
 FRAMEWORK := xps_framework
 HANDLERS := echo verdict upper kv redis ceiling http_filter memcached redis_cluster
 BPF_OBJS := $(addprefix $(OUTPUT)/bpf/,$(addsuffix .bpf.o,$(FRAMEWORK) $(HANDLERS)))
-BPF_HDRS := $(wildcard bpf/*.bpf.h bpf/*.h bpf/proto/*.h) include/xps/abi.h include/uapi/linux/xps.h
+BPF_HDRS := $(wildcard bpf/*.bpf.h bpf/*.h bpf/proto/*.h) $(wildcard include/xps/*.h) include/uapi/linux/xps.h
 
 LIB_SRCS := $(wildcard libxps/*.c)
 LIB_OBJS := $(patsubst libxps/%.c,$(OUTPUT)/libxps/%.o,$(LIB_SRCS))
@@ -80,12 +80,12 @@ $(OUTPUT)/$(FRAMEWORK).skel.h: $(OUTPUT)/bpf/$(FRAMEWORK).bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(FRAMEWORK)_bpf > $@
 
-$(OUTPUT)/libxps/%.o: libxps/%.c libxps/*.h include/xps/abi.h $(OUTPUT)/$(FRAMEWORK).skel.h
+$(OUTPUT)/libxps/%.o: libxps/%.c libxps/*.h include/xps/*.h $(OUTPUT)/$(FRAMEWORK).skel.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -fvisibility=hidden -c $< -o $@
 
-$(OUTPUT)/libxps/pic/%.o: libxps/%.c libxps/*.h include/xps/abi.h $(OUTPUT)/$(FRAMEWORK).skel.h
+$(OUTPUT)/libxps/pic/%.o: libxps/%.c libxps/*.h include/xps/*.h $(OUTPUT)/$(FRAMEWORK).skel.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
@@ -106,7 +106,7 @@ $(PCFILE): libxps/libxps.pc.in Makefile
 	$(call msg,GEN,$@)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(XPS_VERSION)|' $< > $@
 
-$(OUTPUT)/cli/%.o: cli/%.c cli/*.h libxps/libxps.h include/xps/abi.h | $(DEPS_STAMP)
+$(OUTPUT)/cli/%.o: cli/%.c cli/*.h libxps/libxps.h include/xps/*.h | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
@@ -115,7 +115,7 @@ $(XPSCTL): $(CLI_OBJS) $(LIBXPS_A)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $(CLI_OBJS) $(LIBXPS_A) $(LIBBPF_LIBS)
 
-$(OUTPUT)/xps-%: daemons/xps-%.c daemons/filler.c daemons/filler.h daemons/resp.c daemons/resp.h $(LIBXPS_A) libxps/libxps.h bpf/*.h
+$(OUTPUT)/xps-%: daemons/xps-%.c daemons/filler.c daemons/filler.h daemons/resp.c daemons/resp.h $(LIBXPS_A) libxps/libxps.h include/xps/*.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -o $@ $< daemons/filler.c daemons/resp.c $(LIBXPS_A) $(LIBBPF_LIBS)
 
@@ -129,7 +129,7 @@ install: all
 	ln -sf libxps.so.$(XPS_VERSION) $(DESTDIR)$(PREFIX)/lib/libxps.so.$(LIBXPS_SOVER)
 	ln -sf libxps.so.$(LIBXPS_SOVER) $(DESTDIR)$(PREFIX)/lib/libxps.so
 	install -m 644 libxps/libxps.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 include/xps/abi.h $(DESTDIR)$(PREFIX)/include/xps/
+	install -m 644 include/xps/*.h $(DESTDIR)$(PREFIX)/include/xps/
 	install -m 644 include/uapi/linux/xps.h $(DESTDIR)$(PREFIX)/include/linux/
 	install -m 644 bpf/xps.bpf.h $(DESTDIR)$(PREFIX)/include/xps/
 	install -m 644 $(PCFILE) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
@@ -144,7 +144,7 @@ install: all
 
 API_TEST := $(OUTPUT)/tests/api_test
 
-$(API_TEST): tests/integration/api_test.c $(LIBXPS_A) libxps/libxps.h bpf/kv.h
+$(API_TEST): tests/integration/api_test.c $(LIBXPS_A) libxps/libxps.h include/xps/kv.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -o $@ $< $(LIBXPS_A) $(LIBBPF_LIBS)

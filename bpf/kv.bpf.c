@@ -8,7 +8,7 @@
 #define XPS_REPLY_PROTO XPS_REPLY_LINE
 #include "xps.bpf.h"
 #include "lines.bpf.h"
-#include "kv.h"
+#include <xps/kv.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

@@ -12,7 +12,7 @@
 #include "stage.bpf.h"
 #include "kvsum.bpf.h"
 #include "kv_count.bpf.h"
-#include "memcached.h"
+#include <xps/memcached.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

@@ -15,7 +15,7 @@
 #include "stage.bpf.h"
 #include "kvsum.bpf.h"
 #include "kv_count.bpf.h"
-#include "redis.h"
+#include <xps/redis.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

@@ -34,8 +34,8 @@
 
 #include "cmd.h"
 #include "out.h"
-#include "../bpf/http_filter.h"
-#include "../bpf/redis_cluster.h"
+#include <xps/http_filter.h>
+#include <xps/redis_cluster.h>
 
 #define RUN_DIR "/run/xps"
 
@@ -745,8 +745,8 @@ out:
 static int set_http_state(const char *name, __u32 port)
 {
 	struct http_state st = {};
+	struct xps_context *ctx;
 	struct timespec tai, utc;
-	char path[PATH_MAX];
 	__u32 zero = 0;
 	int fd, err;
 
@@ -758,10 +758,11 @@ static int set_http_state(const char *name, __u32 port)
 	/* round to whole seconds: the offset is an integer number of them */
 	st.tai_minus_utc_ns = (st.tai_minus_utc_ns + 500000000ll) /
 			      1000000000ll * 1000000000ll;
-	snprintf(path, sizeof(path), XPS_PIN_ROOT "/ctx/%s/state", name);
-	fd = bpf_obj_get(path);
+	ctx = xps_context__open(name);
+	fd = ctx ? xps_context__map_fd(ctx, XPS_CTX_MAP_STATE) : -errno;
+	xps_context__close(ctx);
 	if (fd < 0) {
-		p_err("cannot open %s: %s", path, strerror(errno));
+		lib_err("the handler's state", fd);
 		return -1;
 	}
 	err = bpf_map_update_elem(fd, &zero, &st, BPF_ANY);

@@ -66,20 +66,17 @@ int filler_tcp_connect(const char *host, const char *port,
 	return fd;
 }
 
-static int open_pin(const char *ctxname, const char *what)
+/* A map of @xc (or of the framework when @xc is NULL); -1 logged. */
+static int open_map(struct xps_context *xc, int which)
 {
-	char path[256];
-	int fd;
+	int fd = xc ? xps_context__map_fd(xc, which) :
+		      xps_framework__map_fd(which);
 
-	if (!ctxname)
-		snprintf(path, sizeof(path), XPS_PIN_ROOT "/%s", what);
-	else
-		snprintf(path, sizeof(path), XPS_PIN_ROOT "/ctx/%s/%s", ctxname,
-			 what);
-	fd = bpf_obj_get(path);
 	if (fd < 0)
-		flog("cannot open %s: %s", path, strerror(errno));
-	return fd;
+		flog("cannot open a map of '%s': %s",
+		     xc ? xps_context__name(xc) : "the framework",
+		     strerror(-fd));
+	return fd < 0 ? -1 : fd;
 }
 
 int filler_hostport(const char *arg, const char *option, char *host,
@@ -100,7 +97,7 @@ int filler_hostport(const char *arg, const char *option, char *host,
 	return 0;
 }
 
-int filler_open_data(struct filler *f, const char *ctxname)
+static int filler_open_maps(struct filler *f, const char *ctxname, int all)
 {
 	struct xps_context *xc;
 	struct xps_ctx_info info;
@@ -115,26 +112,34 @@ int filler_open_data(struct filler *f, const char *ctxname)
 		xps_context__close(xc);
 		return -1;
 	}
-	xps_context__close(xc);
 	f->port = info.pred.lport;
-	f->data_fd = open_pin(ctxname, "data");
-	return f->data_fd < 0 ? -1 : 0;
+	f->data_fd = open_map(xc, XPS_CTX_MAP_DATA);
+	if (all) {
+		f->misses_fd = open_map(xc, XPS_CTX_MAP_MISSES);
+		f->state_fd = open_map(xc, XPS_CTX_MAP_STATE);
+		f->versions_fd = open_map(xc, XPS_CTX_MAP_VERSIONS);
+		f->config_fd = open_map(NULL, XPS_FW_MAP_CONFIG);
+		f->conns_fd = open_map(NULL, XPS_FW_MAP_CONNS);
+	}
+	xps_context__close(xc);
+	if (f->data_fd < 0 || (all && (f->misses_fd < 0 || f->state_fd < 0 ||
+				       f->config_fd < 0 || f->conns_fd < 0 ||
+				       f->versions_fd < 0))) {
+		filler_close(f);
+		return -1;
+	}
+	return 0;
+}
+
+int filler_open_data(struct filler *f, const char *ctxname)
+{
+	return filler_open_maps(f, ctxname, 0);
 }
 
 int filler_open(struct filler *f, const char *ctxname)
 {
-	if (filler_open_data(f, ctxname))
+	if (filler_open_maps(f, ctxname, 1))
 		return -1;
-	f->misses_fd = open_pin(ctxname, "misses");
-	f->state_fd = open_pin(ctxname, "state");
-	f->versions_fd = open_pin(ctxname, "versions");
-	f->config_fd = open_pin(NULL, "xps_config");
-	f->conns_fd = open_pin(NULL, "xps_conns");
-	if (f->data_fd < 0 || f->misses_fd < 0 || f->state_fd < 0 ||
-	    f->config_fd < 0 || f->conns_fd < 0 || f->versions_fd < 0) {
-		filler_close(f);
-		return -1;
-	}
 	f->state = mmap(NULL, sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
 			MAP_SHARED, f->state_fd, 0);
 	if (f->state == MAP_FAILED) {

@@ -27,7 +27,7 @@
 
 #include "libxps.h"
 #include "filler.h"
-#include "../bpf/memcached.h"
+#include <xps/memcached.h>
 #include <xps/kvsum.h>
 
 #define logmsg(...) flog("xps-memcachedd: " __VA_ARGS__)

@@ -34,7 +34,7 @@
 #include "libxps.h"
 #include "filler.h"
 #include "resp.h"
-#include "../bpf/redis.h"
+#include <xps/redis.h>
 #include <xps/kvsum.h>
 
 #define logmsg(...) flog("xps-redisd: " __VA_ARGS__)

@@ -273,6 +273,10 @@ static const struct {
 };
 #define N_CTX_MAPS (sizeof(ctx_maps) / sizeof(ctx_maps[0]))
 enum { CM_DATA, CM_KEYSTATS };
+_Static_assert((int)XPS_CTX_MAP_DATA == (int)CM_DATA &&
+	       (int)XPS_CTX_MAP_KEYSTATS == (int)CM_KEYSTATS &&
+	       XPS_CTX_MAP_VERSIONS == N_CTX_MAPS - 1,
+	       "enum xps_ctx_map follows ctx_maps[]");
 
 struct loaded_handler {
 	int prog_fd;
@@ -1008,6 +1012,30 @@ int xps_context__data_fd(const struct xps_context *ctx)
 	if (!ctx)
 		return libxps_err(-EINVAL);
 	return ctx->data_fd >= 0 ? ctx->data_fd : libxps_err(-ENOENT);
+}
+
+int xps_context__map_fd(const struct xps_context *ctx, enum xps_ctx_map map)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	int fd, err;
+
+	if (!ctx || (unsigned int)map >= N_CTX_MAPS)
+		return libxps_err(-EINVAL);
+	err = ctx_dir(dir, sizeof(dir), ctx->name);
+	if (err)
+		return libxps_err(err);
+	snprintf(path, sizeof(path), "%s/%s", dir, ctx_maps[map].pin);
+	fd = bpf_obj_get(path);
+	if (fd < 0) {
+		err = -errno;
+		if (err == -ENOENT)
+			pr_warn("context '%s' has no %s map\n", ctx->name,
+				ctx_maps[map].pin);
+		else
+			pr_warn("cannot open %s: %s\n", path, strerror(-err));
+		return libxps_err(err);
+	}
+	return fd;
 }
 
 int xps_context__stats(const struct xps_context *ctx,

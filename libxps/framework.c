@@ -204,6 +204,25 @@ static int get_pinned(const char *name, int *fd)
 	return *fd < 0 ? -errno : 0;
 }
 
+int xps_framework__map_fd(enum xps_fw_map map)
+{
+	static const char *const names[] = {
+		[XPS_FW_MAP_CONFIG] = "xps_config",
+		[XPS_FW_MAP_CONNS] = "xps_conns",
+	};
+	int fd, err;
+
+	if ((unsigned int)map >= sizeof(names) / sizeof(names[0]))
+		return libxps_err(-EINVAL);
+	err = get_pinned(names[map], &fd);
+	if (err) {
+		pr_warn("cannot open the framework's %s map: %s\n", names[map],
+			err == -ENOENT ? "XPS is not loaded" : strerror(-err));
+		return libxps_err(err);
+	}
+	return fd;
+}
+
 /* Open the pinned maps of a loaded framework; -ENOENT if not loaded. */
 int fw_open(struct xps_fw *fw)
 {

@@ -105,6 +105,30 @@ LIBXPS_API int xps_context__info(const struct xps_context *ctx,
 				 struct xps_ctx_info *info);
 /* fd of the context's data map (owned by @ctx), or -ENOENT. */
 LIBXPS_API int xps_context__data_fd(const struct xps_context *ctx);
+
+/* The maps a handler object may declare for its context (bpf/xps.bpf.h). */
+enum xps_ctx_map {
+	XPS_CTX_MAP_DATA,	/* XPS_DATA_MAP(): the values served */
+	XPS_CTX_MAP_KEYSTATS,	/* XPS_DATA_MAP(): accesses per key */
+	XPS_CTX_MAP_MISSES,	/* XPS_MISS_QUEUE(): keys looked up, not found */
+	XPS_CTX_MAP_STATE,	/* XPS_STATE_MAP(): the handler's state */
+	XPS_CTX_MAP_VERSIONS,	/* XPS_VERSION_MAP(): per-key write versions */
+};
+/*
+ * A new file descriptor of map @map of @ctx, which the caller closes;
+ * -ENOENT when the context's handler declares no such map.  Where the
+ * maps are pinned is libxps's business (docs/design.md, "Pins").
+ */
+LIBXPS_API int xps_context__map_fd(const struct xps_context *ctx,
+				   enum xps_ctx_map map);
+
+/* Framework maps a service's helper process may need (include/xps/abi.h). */
+enum xps_fw_map {
+	XPS_FW_MAP_CONFIG,	/* struct xps_config, index 0 */
+	XPS_FW_MAP_CONNS,	/* struct xps_conn by socket cookie */
+};
+/* A new file descriptor of a loaded framework's map; -ENOENT if none. */
+LIBXPS_API int xps_framework__map_fd(enum xps_fw_map map);
 /* Summed per-CPU handler counters. */
 LIBXPS_API int xps_context__stats(const struct xps_context *ctx,
 				  struct xps_handler_stats *stats);

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "libxps.h"
-#include "../../bpf/kv.h"
+#include <xps/kv.h>
 
 static int failures;
 static char last_warn[512];

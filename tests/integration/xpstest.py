@@ -216,7 +216,7 @@ def kv_seal(s0, s1, s2, s3, key, val):
 
 
 def redis_value_hex(key, val, cgen=0, version=0):
-    """A sealed struct redis_value (bpf/redis.h) for `xpsctl data put`."""
+    """A sealed struct redis_value (include/xps/redis.h) for `xpsctl data put`."""
     s = kv_seal(len(val) | cgen << 32, version, 0, 0, key, val)
     return "hex:" + (struct.pack("<IIQQ", len(val), cgen, version, s)
                      + val + bytes(1024 - len(val))).hex()

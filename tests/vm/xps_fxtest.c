@@ -32,10 +32,10 @@
 #include <linux/xps.h>
 
 #include "libxps.h"
-#include "redis.h"
-#include "memcached.h"
+#include <xps/redis.h>
+#include <xps/memcached.h>
 #include <xps/kvsum.h>
-#include "http_filter.h"
+#include <xps/http_filter.h>
 #include "redis.bpf.h"
 #include "memcached.bpf.h"
 #include "http.bpf.h"
