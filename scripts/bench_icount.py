@@ -25,6 +25,7 @@ DIR/not_run.json, DIR/profiles/*.txt (in-guest perf, one extra run per
 variant, not part of the measured repeats) and DIR/guest-console.log.
 """
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -349,6 +350,19 @@ def warm_until(b, load, ctx="bench", want=0.9, rounds=20):
     say("  NOTE: the cache did not warm to %d%% of runs answered" % (100 * want))
 
 
+@contextlib.contextmanager
+def attempt(b, exp, server):
+    """One experiment against @server, already spawned in the guest: a
+    failure is recorded as not run, and the server is stopped either way."""
+    try:
+        yield
+    except (AgentError, RuntimeError) as e:
+        NOT_RUN.append((exp, str(e)))
+        say("  %s FAILED: %s" % (exp, e))
+    finally:
+        b.g.stop(server)
+
+
 def exp_ceiling(b, quick):
     port = 17700
     redis_server(b, port)
@@ -379,17 +393,12 @@ def exp_redis(b, quick):
         if quick:
             n //= 2
         redis_server(b, port)
-        try:
+        with attempt(b, exp, "redis"):
             redis_preload(port, size, 1000)
             client = redis_bench_client(port, clients, pipeline, n, size)
             warm = redis_bench_client(port, 10, 1, 3000, size)
             b.pair(exp, client, lambda be: service_up(b, "redis", ["--port", port], be),
                    lambda: service_down(b), warm=lambda: warm_until(b, warm))
-        except (AgentError, RuntimeError) as e:
-            NOT_RUN.append((exp, str(e)))
-            say("  %s FAILED: %s" % (exp, e))
-        finally:
-            b.g.stop("redis")
 
 
 def kvload_client(port, proto, clients, secs, get_pct=100, size=128):
@@ -404,17 +413,12 @@ def exp_redis_mix(b, quick):
     for get_pct in ([95] if quick else [95, 75]):
         exp = "redis_mix_%d_%d_d128_c50" % (get_pct, 100 - get_pct)
         redis_server(b, port)
-        try:
+        with attempt(b, exp, "redis"):
             redis_preload(port, 128, 1000)
             client = kvload_client(port, "redis", 50, 3 if quick else 6, get_pct)
             warm = redis_bench_client(port, 10, 1, 3000, 128)
             b.pair(exp, client, lambda be: service_up(b, "redis", ["--port", port], be),
                    lambda: service_down(b), warm=lambda: warm_until(b, warm))
-        except (AgentError, RuntimeError) as e:
-            NOT_RUN.append((exp, str(e)))
-            say("  %s FAILED: %s" % (exp, e))
-        finally:
-            b.g.stop("redis")
 
 
 def exp_memcached(b, quick):
@@ -423,7 +427,7 @@ def exp_memcached(b, quick):
         exp = "memcached_%s_get" % proto
         b.g.spawn("memcached", ["memcached", "-p", port, "-U", port, "-u", "nobody", "-m", "256",
                                 "-t", "1", "-l", "0.0.0.0"])
-        try:
+        with attempt(b, exp, "memcached"):
             time.sleep(1)
             fill = "".join("set key:%d 0 0 128\r\n%s\r\n" % (i, "v" * 128) for i in range(1000))
             bench.sh(["nc", "-q1", GUEST_IP, str(port)], input=fill)
@@ -434,11 +438,6 @@ def exp_memcached(b, quick):
             b.pair(exp, client,
                    lambda be: service_up(b, "memcached", ["--port", port, "--udp"], be),
                    lambda: service_down(b), warm=lambda: warm_until(b, warm, ctx=ctx), ctx=ctx)
-        except (AgentError, RuntimeError) as e:
-            NOT_RUN.append((exp, str(e)))
-            say("  %s FAILED: %s" % (exp, e))
-        finally:
-            b.g.stop("memcached")
 
 
 def exp_nginx(b, quick):
@@ -450,7 +449,7 @@ def exp_nginx(b, quick):
         b.g.run(["mkdir", "-p", d])
         b.g.run(["sh", "-c", "cat > %s/nginx.conf" % d], input=conf)
         b.g.spawn("nginx", ["nginx", "-c", d + "/nginx.conf"])
-        try:
+        with attempt(b, exp, "nginx"):
             time.sleep(1)
             url = "http://%s:%d/" % (GUEST_IP, port)
 
@@ -459,11 +458,6 @@ def exp_nginx(b, quick):
             b.pair(exp, client,
                    lambda be: service_up(b, "http", ["--port", port, "--block", "POST=405"], be),
                    lambda: service_down(b))
-        except (AgentError, RuntimeError) as e:
-            NOT_RUN.append((exp, str(e)))
-            say("  %s FAILED: %s" % (exp, e))
-        finally:
-            b.g.stop("nginx")
 
 
 GROUPS = {
