@@ -243,6 +243,21 @@ XPS_INLINE __u64 xps_http__uri_lanes(__u64 w)
 	       ~w & XPS__W80;
 }
 
+/* The request-line scanner's registers, back into @x at a step's exit. */
+static __always_inline void xps_http__lsave(struct xps_http_line *x,
+					    __u64 odd, __u64 runs,
+					    __u64 prev_sp, __u64 prev_sl,
+					    __u64 lo, __u64 hi, __u64 cr_seen)
+{
+	x->odd = odd;
+	x->runs = runs;
+	x->prev_sp = prev_sp;
+	x->prev_sl = prev_sl;
+	x->lo = lo;
+	x->hi = hi;
+	x->cr_seen = cr_seen;
+}
+
 /* One step of the request line from buf[p + x->i]: a run of plain URI
  * bytes, then the usual end of the line or one byte.  Returns 1 at the
  * LF, at len, or after XPS_HTTP_HEAD_MAX bytes. */
@@ -314,21 +329,13 @@ XPS_CALLBACK long xps_http__lbyte(__u64 idx, void *vx)
 	x->i = q - x->p;
 	if (q >= lim) {
 		/* len, or XPS_HTTP_HEAD_MAX bytes: the caller tells */
-		x->odd = odd;
-		x->prev_sp = prev_sp;
-		x->prev_sl = prev_sl;
-		x->lo = lo;
-		x->hi = hi;
+		xps_http__lsave(x, odd, runs, prev_sp, prev_sl, lo, hi, cr_seen);
 		return 1;
 	}
 	c = XPS_AT(buf->b, q);
 	if (c == '\n') {
 		x->nl = q + 1;	/* + 1: 0 means not found */
-		x->odd = odd;
-		x->prev_sp = prev_sp;
-		x->prev_sl = prev_sl;
-		x->lo = lo;
-		x->hi = hi;
+		xps_http__lsave(x, odd, runs, prev_sp, prev_sl, lo, hi, cr_seen);
 		return 1;
 	}
 	sp = xps_eq(c, ' ');
@@ -343,13 +350,7 @@ XPS_CALLBACK long xps_http__lbyte(__u64 idx, void *vx)
 	cr_seen |= cr;
 	hi = xps_sel(nocr, (hi << 8) | (lo >> 56), hi);
 	lo = xps_sel(nocr, (lo << 8) | c, lo);
-	x->odd = odd;
-	x->runs = runs;
-	x->prev_sp = prev_sp;
-	x->prev_sl = prev_sl;
-	x->lo = lo;
-	x->hi = hi;
-	x->cr_seen = cr_seen;
+	xps_http__lsave(x, odd, runs, prev_sp, prev_sl, lo, hi, cr_seen);
 	x->i = q + 1 - x->p;
 	return 0;
 }
