@@ -603,7 +603,9 @@ static __always_inline int sockmap_may_consume(struct __sk_buff *skb,
  * executed twice, replies out of step) and push copied_seq past rcv_nxt
  * (tcp_eat_skb() charges the skb's length).  So the verdict cuts off what
  * it has seen before (@conn->rx_seq, the first byte it has not).  The
- * skb's new bytes end at end_seq, less one for a FIN.
+ * skb's new bytes end at end_seq, less one for a FIN.  A cut that fails
+ * (no memory to pull the bytes) leaves them, as plain sockmap does: a
+ * known limit, since dropping the skb would lose bytes TCP has acked.
  * Returns the skb's length after the cut.
  */
 static __always_inline __u32 sockmap_trim_seen(struct __sk_buff *skb,
