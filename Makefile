@@ -161,6 +161,19 @@ $(OUTPUT)/tests/lossy.bpf.o: tests/integration/lossy.bpf.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
+# what one GET costs the Redis and memcached handlers (BPF_PROG_TEST_RUN)
+HANDLER_COST := $(OUTPUT)/bench/handler_cost
+
+$(HANDLER_COST): bench/handler_cost.c $(BPF_HDRS) $(OUTPUT)/bench/handler_cost.bpf.o | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(USER_CFLAGS) -Ibpf -o $@ $< $(LIBBPF_LIBS)
+
+$(OUTPUT)/bench/handler_cost.bpf.o: bench/handler_cost.bpf.c $(BPF_HDRS) | $(DEPS_STAMP)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
 KVLOAD := $(OUTPUT)/bench/kvload
 
 $(KVLOAD): bench/kvload.c
@@ -178,7 +191,7 @@ $(TWOTHREAD_SERVER): tests/integration/twothread_server.c
 
 tests: $(TWOTHREAD_SERVER)
 
-tests: $(API_TEST) $(CTLBENCH) $(KVLOAD) $(OUTPUT)/tests/lossy.bpf.o
+tests: $(API_TEST) $(CTLBENCH) $(KVLOAD) $(HANDLER_COST) $(OUTPUT)/tests/lossy.bpf.o
 
 test: all tests
 	$(Q)scripts/deps.sh test

@@ -10,18 +10,24 @@
 #include "stage.bpf.h"
 
 /*
- * Fold the @n (<= XPS_STAGE_CHUNK) staged bytes at @at into @h; ~@h when
- * they do not fit, so that the seal cannot match.  A global function,
- * verified once.  The index masks and the "idx > XPS_STAGE_SIZE - 8" test
- * only reassure the verifier; the fit check makes them no-ops.
+ * xps_stage_copy() that also folds the bytes it stores into @h: copy @n
+ * (<= XPS_STAGE_CHUNK) bytes of @src to @dst at @at and return the seal
+ * continued from @h over them, or ~@h when they do not fit (so that the
+ * seal cannot match).  Each word is loaded once, then stored and hashed:
+ * what is hashed is what was copied, however @src changes meanwhile.  A
+ * global function, verified once.  The index masks and the
+ * "idx > XPS_STAGE_SIZE - 8" test only reassure the verifier; the fit
+ * check makes them no-ops.
  */
 __attribute__((noinline))
-__u64 xps_kv_sum_stage(const struct xps_stage *s, __u32 at, __u32 n, __u64 h)
+__u64 xps_stage_copy_sum(struct xps_stage *dst, __u32 at,
+			 const struct xps_stage_chunk *src, __u32 n, __u64 h)
 {
 	__u32 i, j, idx;
 	__u64 w;
+	__u8 c;
 
-	if (!s || n > XPS_STAGE_CHUNK || at > XPS_STAGE_SIZE ||
+	if (!dst || !src || n > XPS_STAGE_CHUNK || at > XPS_STAGE_SIZE ||
 	    at + n > XPS_STAGE_SIZE)
 		return ~h;
 	for (i = 0; i < XPS_STAGE_CHUNK; i += 8) {
@@ -30,41 +36,23 @@ __u64 xps_kv_sum_stage(const struct xps_stage *s, __u32 at, __u32 n, __u64 h)
 		idx = (at + i) & (XPS_STAGE_SIZE - 1);
 		if (idx > XPS_STAGE_SIZE - 8)
 			return ~h;
-		h = xps_kv_mix(h, *(const __u64 *)&s->b[idx]);
+		w = *(const volatile __u64 *)&src->b[i];
+		*(__u64 *)&dst->b[idx] = w;
+		h = xps_kv_mix(h, w);
 	}
 	if (i < n) {
 		w = 0;
 		for (j = 0; j < 8; j++) {
 			if (i + j >= n)
 				break;
-			w |= (__u64)s->b[(at + i + j) & (XPS_STAGE_SIZE - 1)]
-			     << (8 * j);
+			c = *(const volatile __u8 *)
+				&src->b[(i + j) & (XPS_STAGE_CHUNK - 1)];
+			dst->b[(at + i + j) & (XPS_STAGE_SIZE - 1)] = c;
+			w |= (__u64)c << (8 * j);
 		}
 		h = xps_kv_mix(h, w);
 	}
 	return h;
 }
-
-/*
- * The seal's head: stamps, then the @len bytes of a zero-padded key of at
- * most @max bytes (whole words: the padding gives the zeros the reference
- * adds; a little-endian load, as on every machine XPS runs on).
- */
-#define xps_kv_seal_head(s0, s1, s2, s3, k, len, max)			\
-	({								\
-		__u64 __h = XPS_KV_SUM_SEED;				\
-		__u32 __i;						\
-									\
-		__h = xps_kv_mix(__h, (s0));				\
-		__h = xps_kv_mix(__h, (s1));				\
-		__h = xps_kv_mix(__h, (s2));				\
-		__h = xps_kv_mix(__h, (s3));				\
-		for (__i = 0; __i + 8 <= (max); __i += 8) {		\
-			if (__i >= (len))				\
-				break;					\
-			__h = xps_kv_mix(__h, *(const __u64 *)&(k)[__i]); \
-		}							\
-		__h;							\
-	})
 
 #endif

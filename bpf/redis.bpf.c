@@ -7,109 +7,42 @@
  * cache holds; the reply is then the concatenation of the bulk replies
  * Redis would have sent.  Anything else is passed, after every key a write
  * in the segment touches has been invalidated (and the write counted for
- * the filler's coherence check, see docs/coherence.md).
+ * the filler's coherence check, see docs/coherence.md).  The cache is
+ * bpf/kvcache.bpf.h; this file is the protocol.
  */
 #define XPS_REPLY_PROTO XPS_REPLY_RESP	/* docs/ordering.md */
 #include "xps.bpf.h"
 #include "proto/redis.bpf.h"
-#include "stage.bpf.h"
-#include "kvsum.bpf.h"
 #include "kv_count.bpf.h"
 #include <xps/redis.h>
+#define XPS_KV_ENTRIES		REDIS_CACHE_ENTRIES
+#define XPS_KV_MISS_ENTRIES	REDIS_MISS_QUEUE
+#define XPS_KV_VERSION_ENTRIES	REDIS_VERSIONS
+#include "kvcache.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-XPS_DATA_MAP(struct redis_key, struct redis_value, REDIS_CACHE_ENTRIES);
-XPS_MISS_QUEUE(struct redis_key, REDIS_MISS_QUEUE);
 XPS_STATE_MAP(struct redis_state);
-XPS_VERSION_MAP(struct redis_key, REDIS_VERSIONS);
 
+XPS_KV_COUNT(count_rest, struct xps_kv_scratch, xps_redis_parse, 1);
 
-struct redis_scratch {
-	/* the segment's first bytes; the tail pads key copies (verifier) */
-	__u8 in[XPS_SCRATCH + REDIS_KEY_MAX];
-	struct xps_stage out;			/* the reply, built */
-	struct xps_kv_req req;
-	struct redis_key key;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct redis_scratch);
-} redis_scratch SEC(".maps");
-
-XPS_KV_COUNT(count_rest, struct redis_scratch, xps_redis_parse, 1);
-
-/* State of one walk over a segment (bpf_loop callback context). */
-struct walk {
-	struct redis_scratch *sc;
-	struct redis_state *st;
-	struct xps_conn_hstate *cs;
-	struct __sk_buff *skb;
-	__u32 len;		/* bytes in sc->in */
-	__u32 seg_len;		/* bytes in the segment */
-	__u32 off;		/* next request */
-	__u32 out_len;		/* reply bytes built */
-	__u32 gets;		/* GETs answered from the cache */
-	int serve;		/* every request so far can be answered */
-	int done;
-};
-
-static __always_inline int set_key(struct walk *w, const struct xps_span *sp)
+/* A GET the cache may answer: one key Redis reads literally. */
+static __always_inline int servable_get(const struct xps_kv_req *req)
 {
-	struct redis_key *k = &w->sc->key;
-	__u32 off = sp->off, len = sp->len;
-
-	__builtin_memset(k, 0, sizeof(*k));
-	barrier_var(len);
-	barrier_var(off);
-	if (len < 1 || len > REDIS_KEY_MAX || off >= XPS_SCRATCH)
-		return -1;
-	k->len = len;
-	/* the same bytes as in sc->in, from the request itself */
-	return xps_load(w->skb, off, k->k, len);
-}
-
-/* A write touches these keys (or everything): invalidate, then count it. */
-static __always_inline void invalidate(struct walk *w)
-{
-	struct xps_kv_req *req = &w->sc->req;
-	__u32 i;
-
-	/*
-	 * Count the write first, then invalidate: a fill that inserts
-	 * between the two is then either seen by its own epoch check or
-	 * deleted here (docs/coherence.md).
-	 */
-	xps_note_write(w->skb);
-	if (req->flags & XPS_F_ALL) {
-		__sync_fetch_and_add(&w->st->cgen, 1);
-	} else {
-		for (i = 0; i < XPS_MAX_KEYS; i++) {
-			if (i >= req->nkeys)
-				break;
-			/* keys that cannot be set were never cached */
-			if (set_key(w, &req->keys[i]))
-				continue;
-			if (xps_version_bump(&w->sc->key))
-				__sync_fetch_and_add(&w->st->cgen, 1);
-			bpf_map_delete_elem(&xps_data, &w->sc->key);
-		}
-	}
+	return req->nkeys == 1 && req->keys[0].len <= REDIS_KEY_MAX &&
+	       !(req->flags & (XPS_F_BADKEY | XPS_F_QUOTED));
 }
 
 /*
- * Append the bulk reply of @v, @vlen bytes long, to the staged reply, if
- * the copy matches @sum, the seal the filler put on it, when computed
- * from @head (the seal of the value's stamps and of the key asked for).
+ * Append the bulk reply of @v, which the last lookup returned, to the
+ * staged reply, its bytes checked against the filler's seal as copied.
  */
-static __always_inline int stage_bulk(struct walk *w, struct redis_value *v,
-				      __u32 vlen, __u64 head, __u64 sum)
+static __always_inline int stage_bulk(struct xps_kv_walk *w,
+				      const struct xps_kv_value *v)
 {
+	struct xps_stage *out = &w->sc->out;
 	__u8 hdr[XPS_REDIS_BULK_HDR_MAX];
-	__u32 h, at = w->out_len, i;
+	__u32 h, at = w->out_len, vlen = w->sc->hit.len, i;
 
 	if (vlen > REDIS_VALUE_MAX || at > XPS_STAGE_SIZE)
 		return -1;
@@ -119,29 +52,24 @@ static __always_inline int stage_bulk(struct walk *w, struct redis_value *v,
 	for (i = 0; i < XPS_REDIS_BULK_HDR_MAX; i++) {
 		if (i >= h)
 			break;
-		w->sc->out.b[(at + i) & (XPS_STAGE_SIZE - 1)] = hdr[i];
+		out->b[(at + i) & (XPS_STAGE_SIZE - 1)] = hdr[i];
 	}
-	at += h;
-	if (vlen && xps_stage_copy(&w->sc->out, at,
-				   (const struct xps_stage_chunk *)v->v, vlen))
+	w->out_len = at + h;
+	if (xps_kv_stage_value(w, v))
 		return -1;
-	/* torn, another key's or replaced while copied: not served */
-	if (xps_kv_sum_stage(&w->sc->out, at, vlen, head) != sum)
-		return -1;
-	at += vlen;
-	w->sc->out.b[at & (XPS_STAGE_SIZE - 1)] = '\r';
-	w->sc->out.b[(at + 1) & (XPS_STAGE_SIZE - 1)] = '\n';
+	at = w->out_len;
+	out->b[at & (XPS_STAGE_SIZE - 1)] = '\r';
+	out->b[(at + 1) & (XPS_STAGE_SIZE - 1)] = '\n';
 	w->out_len = at + 2;
 	return 0;
 }
 
 static long walk_one(__u32 i, void *ctx)
 {
-	struct walk *w = ctx;
+	struct xps_kv_walk *w = ctx;
 	struct xps_kv_req *req = &w->sc->req;
-	struct redis_value *v;
-	__u32 vlen = 0, cgen = 0;
-	__u64 ver = 0, sum = 0;
+	struct redis_state *st = w->st;
+	struct xps_kv_value *v;
 	int kind;
 
 	if (w->off >= w->len) {
@@ -150,156 +78,98 @@ static long walk_one(__u32 i, void *ctx)
 	}
 	kind = xps_redis_parse(w->sc->in, w->len, w->off, req);
 	/* one reply per request, but for the ones Redis ignores */
-	if (kind != XPS_REQ_INCOMPLETE && kind != XPS_REQ_MALFORMED) {
-		if (req->flags & XPS_F_NOREPLY)
-			xps_requests_none(w->skb);
-		else
-			xps_request(w->skb, 0);
-	}
+	if (kind != XPS_REQ_INCOMPLETE && kind != XPS_REQ_MALFORMED)
+		xps_kv_count(w);
 	switch (kind) {
 	case XPS_REQ_SERVE:
-		if (req->nkeys != 1 || req->keys[0].len > REDIS_KEY_MAX ||
-		    (req->flags & (XPS_F_BADKEY | XPS_F_QUOTED))) {
+		if (!servable_get(req) || xps_kv_set_key(w, &req->keys[0])) {
 			w->serve = 0;
 			break;
 		}
-		if (set_key(w, &req->keys[0])) {
-			w->serve = 0;
-			break;
-		}
-		v = xps_data_lookup(&w->sc->key);
-		if (v) {
-			/* each stamp read once: the seal is checked with these */
-			vlen = *(volatile __u32 *)&v->len;
-			cgen = *(volatile __u32 *)&v->cgen;
-			ver = *(volatile __u64 *)&v->version;
-			sum = *(volatile __u64 *)&v->sum;
-		}
-		if (!v || cgen != w->st->cgen ||
-		    ver != xps_version_get(&w->sc->key)) {
-			xps_note_miss(&w->sc->key);
-			w->serve = 0;
-			break;
-		}
-		if (w->serve &&
-		    stage_bulk(w, v, vlen,
-			       xps_kv_seal_head(vlen | (__u64)cgen << 32, ver,
-						0, 0, w->sc->key.k,
-						w->sc->key.len, REDIS_KEY_MAX),
-			       sum) == 0)
+		v = xps_kv_lookup(w);
+		if (v && w->serve && stage_bulk(w, v) == 0)
 			w->gets++;
 		else
 			w->serve = 0;
 		break;
-	case XPS_REQ_INVALIDATE:
-		invalidate(w);
-		w->serve = 0;
-		break;
 	case XPS_REQ_STATE:
 		if (req->nkeys || (req->flags & XPS_F_ALL))
-			invalidate(w);
+			xps_kv_invalidate(w);
 		if (w->cs)
 			w->cs->flags |= REDIS_CONN_NO_SERVE;
 		if (req->flags & XPS_F_GLOBAL)
-			w->st->flags |= REDIS_NO_SERVE;
+			st->flags |= REDIS_NO_SERVE;
 		w->serve = 0;
 		break;
-	case XPS_REQ_HARMLESS:
-		w->serve = 0;
-		break;
-	case XPS_REQ_INCOMPLETE:
-		/*
-		 * The request continues in the next segment.  A write whose
-		 * keys are not all known yet invalidates everything; the rest
-		 * of a request of known length is passed unparsed.
-		 */
-		w->serve = 0;
-		if (req->hint != XPS_REQ_SERVE && req->hint != XPS_REQ_HARMLESS) {
-			req->flags |= XPS_F_ALL;
-			invalidate(w);
-		}
-		if (w->cs && req->req_len && w->len == w->seg_len &&
-		    !(req->flags & XPS_F_TOO_BIG)) {
-			w->cs->skip = w->off + req->req_len - w->len;
-			xps_request(w->skb, 0);
-		} else if (w->len == w->seg_len) {
-			/* its head runs past the segment: the next
-			 * request's start is unknown
-			 */
-			if (w->cs)
-				w->cs->flags |= REDIS_CONN_NO_SERVE;
-			xps_requests_lost(w->skb);
-		}
-		/* else: past the scratch copy, count_rest() counts it */
-		w->done = 1;
-		return 1;
-	default:	/* MALFORMED: boundaries lost */
-		xps_requests_lost(w->skb);
-		req->flags |= XPS_F_ALL;
-		invalidate(w);
-		if (w->cs)
-			w->cs->flags |= REDIS_CONN_NO_SERVE;
-		w->serve = 0;
-		w->done = 1;
-		return 1;
+	default:
+		return xps_kv_walk_common(w, kind);
 	}
 	w->off += req->req_len;
 	return 0;
 }
 
+/*
+ * The common case, a segment that is one GET: no walk.  The request is
+ * counted.  Returns the reply's length when it is staged, 0 to pass (a
+ * miss).  Its own subprogram: its frames stay off the walk's stack.
+ */
+static __noinline __u32 serve_one(struct xps_kv_walk *w)
+{
+	struct xps_kv_value *v;
+
+	xps_request(w->skb, 0);
+	if (xps_kv_set_key(w, &w->sc->req.keys[0]))
+		return 0;
+	v = xps_kv_lookup(w);
+	if (!v || stage_bulk(w, v))
+		return 0;
+	return w->out_len;
+}
+
 SEC("xps")
 int xps_redis(struct __sk_buff *skb)
 {
-	struct walk w = { .skb = skb, .serve = 1 };
+	struct xps_kv_walk w = {
+		.skb = skb, .serve = 1, .key_max = REDIS_KEY_MAX,
+		.conn_no_serve = REDIS_CONN_NO_SERVE,
+	};
+	struct xps_kv_scratch *sc;
+	struct redis_state *st;
 	__u32 zero = 0, n, out;
 
-	w.sc = bpf_map_lookup_elem(&redis_scratch, &zero);
-	w.st = bpf_map_lookup_elem(&xps_state, &zero);
-	if (!w.sc || !w.st)
+	sc = bpf_map_lookup_elem(&xps_kv_scratch, &zero);
+	st = bpf_map_lookup_elem(&xps_state, &zero);
+	if (!sc || !st)
 		return xps_pass(skb);
+	w.sc = sc;
+	w.st = st;
+	w.cgen = &st->cgen;
 	w.cs = xps_conn_state(skb);
 	w.seg_len = xps_len(skb);
 
 	/* the tail of a request an earlier segment started */
-	if (w.cs && w.cs->skip) {
-		if (w.cs->skip >= w.seg_len) {
-			w.cs->skip -= w.seg_len;
-			xps_requests_none(skb);
-			return xps_pass(skb);
-		}
-		w.off = w.cs->skip;
-		w.cs->skip = 0;
-		w.serve = 0;
-	}
+	if (xps_kv_skip(&w))
+		return xps_pass(skb);
 	if (!w.cs || (w.cs->flags & REDIS_CONN_NO_SERVE) ||
-	    (w.st->flags & REDIS_NO_SERVE) || !xps_may_consume(skb))
+	    (st->flags & REDIS_NO_SERVE) || !xps_may_consume(skb))
 		w.serve = 0;
 
 	n = w.seg_len < XPS_SCRATCH ? w.seg_len : XPS_SCRATCH;
 	barrier_var(n);
 	if (n < 1 || n > XPS_SCRATCH)
 		return xps_pass(skb);
-	if (xps_load(skb, 0, w.sc->in, n))
+	if (xps_load(skb, 0, sc->in, n))
 		return xps_pass(skb);
 	w.len = n;
 
-	bpf_loop(XPS_MAX_REQS_PER_SEG, walk_one, &w, 0);
-	/* the last iteration may have consumed the last request */
-	if (w.off >= w.len)
-		w.done = 1;
-
-	/* requests left unparsed may be writes: they invalidate everything */
-	if (!w.done || w.len < w.seg_len) {
-		if (!w.done || w.off < w.seg_len) {
-			xps_note_write(skb);
-			__sync_fetch_and_add(&w.st->cgen, 1);
-			/* where the requests after the walk begin and end */
-			if (xps_requests_counted(skb))
-				count_rest(skb, w.sc, w.cs, w.off, w.seg_len);
-			if (!xps_requests_counted(skb) && w.cs)
-				w.cs->flags |= REDIS_CONN_NO_SERVE;
-		}
-		w.serve = 0;
+	/* the common case: the segment is one GET (see serve_one()) */
+	if (w.serve &&
+	    xps_redis_parse_get(sc->in, n, 0, &sc->req.keys[0]) == w.seg_len &&
+	    sc->req.keys[0].len <= REDIS_KEY_MAX) {
+		w.gets = serve_one(&w) ? 1 : 0;
+	} else {
+		bpf_loop(XPS_MAX_REQS_PER_SEG, walk_one, &w, 0);
+		xps_kv_walk_end(&w, count_rest, sc);
 	}
 	if (!w.serve || !w.gets)
 		return xps_pass(skb);
@@ -308,7 +178,7 @@ int xps_redis(struct __sk_buff *skb)
 	barrier_var(out);
 	if (out < 1 || out > XPS_STAGE_SIZE)	/* only for the verifier */
 		return xps_pass(skb);
-	if (xps_resize(skb, out) || xps_store(skb, 0, w.sc->out.b, out))
+	if (xps_resize(skb, out) || xps_store(skb, 0, sc->out.b, out))
 		return xps_pass(skb);
 	return xps_tx(skb);
 }

@@ -7,6 +7,8 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 
+#include <xps/kvcache.h>
+
 #include "codec.h"
 
 enum shape { SHAPE_HEX, SHAPE_STR, SHAPE_INT, SHAPE_LENSTR };
@@ -115,6 +117,13 @@ int codec_init(struct codec *c, int map_fd, int want_value)
 		if (!c->btf)
 			c->type_id = 0;
 	}
+	if (c->btf && !want_value && c->size == sizeof(struct xps_kv_hkey)) {
+		const struct btf_type *t = btf__type_by_id(c->btf, c->type_id);
+
+		c->kvhash = t && btf_is_struct(t) &&
+			    !strcmp(btf__name_by_offset(c->btf, t->name_off),
+				    "xps_kv_hkey");
+	}
 	return 0;
 }
 
@@ -179,6 +188,17 @@ int codec_encode(const struct codec *c, const char *text, void *buf,
 	size_t n;
 
 	memset(buf, 0, c->size);
+	if (c->kvhash) {
+		struct xps_kv_key k;
+
+		if (xps_kv_key_set(&k, text, strlen(text))) {
+			snprintf(err, errsz, "'%.20s...' is longer than %u bytes",
+				 text, XPS_KV_KEY_MAX);
+			return -E2BIG;
+		}
+		*(struct xps_kv_hkey *)buf = xps_kv_hkey_of(&k);
+		return 0;
+	}
 	if (!strncmp(text, "hex:", 4))
 		return parse_hex(text + 4, b, c->size, err, errsz);
 	switch (l.shape) {
@@ -246,6 +266,11 @@ void codec_decode(const struct codec *c, const void *buf, char *out,
 	const __u8 *b = buf;
 	__u32 n;
 
+	if (c->kvhash) {
+		snprintf(out, outsz, "hash:%016llx",
+			 (unsigned long long)((const struct xps_kv_hkey *)buf)->hash);
+		return;
+	}
 	switch (l.shape) {
 	case SHAPE_STR:
 		for (n = 0; n < l.str_max && b[l.str_off + n]; n++)
@@ -270,4 +295,28 @@ void codec_decode(const struct codec *c, const void *buf, char *out,
 		break;
 	}
 	render_bytes(b, c->size, false, out, outsz);
+}
+
+int codec_kv_bind(const struct codec *key, const char *text, void *val)
+{
+	if (!key->kvhash)
+		return 0;
+	return xps_kv_key_set(&((struct xps_kv_value *)val)->key, text,
+			      strlen(text)) ? -E2BIG : 0;
+}
+
+void codec_kv_key(const void *val, char *out, size_t outsz)
+{
+	const struct xps_kv_key *k = &((const struct xps_kv_value *)val)->key;
+
+	render_bytes(k->b, k->len <= XPS_KV_KEY_MAX ? k->len : 0, true, out,
+		     outsz);
+}
+
+bool codec_kv_holds(const void *val, const char *text)
+{
+	const struct xps_kv_key *k = &((const struct xps_kv_value *)val)->key;
+	size_t n = strlen(text);
+
+	return k->len == n && n <= XPS_KV_KEY_MAX && !memcmp(k->b, text, n);
 }

@@ -70,7 +70,10 @@ static void print_entry(const struct data_io *io)
 {
 	char k[1024], v[4096];
 
-	codec_decode(&io->key, io->k, k, sizeof(k));
+	if (io->key.kvhash)
+		codec_kv_key(io->v, k, sizeof(k));
+	else
+		codec_decode(&io->key, io->k, k, sizeof(k));
 	codec_decode(&io->val, io->v, v, sizeof(v));
 	out_begin_object(NULL);
 	out_str("key", k);
@@ -91,6 +94,7 @@ static int write_cmd(int argc, char **argv, const char *cmd,
 	if (io_open(&io, argv[0]) || encode(&io.key, "KEY", argv[1], io.k) ||
 	    encode(&io.val, "VALUE", argv[2], io.v))
 		goto out;
+	codec_kv_bind(&io.key, argv[1], io.v);	/* KEY fits: it encoded */
 	err = op(io.ctx, io.k, io.v);
 	if (err == -EEXIST)
 		p_err("data %s: key '%s' exists (use 'data update' or 'data set')",
@@ -138,6 +142,9 @@ static int key_cmd(int argc, char **argv, bool del)
 	if (io_open(&io, argv[0]) || encode(&io.key, "KEY", argv[1], io.k))
 		goto out;
 	err = xps_get_data(io.ctx, io.k, io.v);
+	/* kv-cache: the entry under the key's hash may hold another key */
+	if (!err && io.key.kvhash && !codec_kv_holds(io.v, argv[1]))
+		err = -ENOENT;
 	if (!err && del)
 		err = xps_delete_data(io.ctx, io.k);
 	if (err == -ENOENT)
@@ -244,6 +251,7 @@ static int do_load(int argc, char **argv)
 			p_err("%s:%llu: %s", argv[1], (unsigned long long)lineno, err);
 			goto out;
 		}
+		codec_kv_bind(&io.key, key, io.v);
 		e = xps_set_data(io.ctx, io.k, io.v);
 		if (e) {
 			p_err("%s:%llu: %s (after %llu entries)", argv[1],

@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include <bpf/bpf.h>
+#include <xps/kvcache.h>
 
 #include "cmd.h"
 #include "codec.h"
@@ -169,6 +171,7 @@ static int do_keys(int argc, char **argv)
 	struct xps_context *ctx;
 	struct codec c = {};
 	const char *name, *v;
+	void *kv_val = NULL;
 	__u32 top = 0;
 	size_t i;
 	int err, ret = 0;
@@ -200,12 +203,19 @@ static int do_keys(int argc, char **argv)
 	}
 	if (xps_context__data_fd(ctx) >= 0)
 		codec_init(&c, xps_context__data_fd(ctx), 0);
+	if (c.kvhash)
+		kv_val = calloc(1, sizeof(struct xps_kv_value));
 	qsort(a.v, a.n, sizeof(*a.v), by_count);
 	out_begin_array(NULL);
 	for (i = 0; i < a.n && (!top || i < top); i++) {
 		char text[1024];
 
-		if (c.size == a.key_size)
+		if (c.kvhash && c.size == a.key_size && kv_val &&
+		    !bpf_map_lookup_elem(xps_context__data_fd(ctx),
+					 a.v[i].key, kv_val))
+			/* kv-cache: counted by hash, named by the value */
+			codec_kv_key(kv_val, text, sizeof(text));
+		else if (c.size == a.key_size)
 			codec_decode(&c, a.v[i].key, text, sizeof(text));
 		else
 			snprintf(text, sizeof(text), "?");
@@ -219,6 +229,7 @@ out:
 	for (i = 0; i < a.n; i++)
 		free(a.v[i].key);
 	free(a.v);
+	free(kv_val);
 	codec_free(&c);
 	xps_context__close(ctx);
 	return ret;

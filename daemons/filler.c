@@ -294,12 +294,22 @@ static int read_config(struct filler *f, struct xps_config *cfg)
 	return bpf_map_lookup_elem(f->config_fd, &zero, cfg);
 }
 
-int filler_begin(struct filler *f, const void *key, __u64 *version)
+void filler_key_clean(struct xps_kv_key *key)
 {
+	if (key->len > XPS_KV_KEY_MAX)
+		key->len = 0;
+	memset(key->b + key->len, 0, XPS_KV_KEY_MAX - key->len);
+	key->pad = 0;
+}
+
+int filler_begin(struct filler *f, const struct xps_kv_key *key,
+		 __u64 *version)
+{
+	struct xps_kv_hkey h = xps_kv_hkey_of(key);
 	struct xps_config cfg;
 
 	/* a key never written has no entry: version 0 */
-	if (bpf_map_lookup_elem(f->versions_fd, key, version)) {
+	if (bpf_map_lookup_elem(f->versions_fd, &h, version)) {
 		if (errno != ENOENT)
 			return -1;
 		*version = 0;
@@ -313,9 +323,14 @@ int filler_begin(struct filler *f, const void *key, __u64 *version)
 	return 0;
 }
 
-int filler_commit(struct filler *f, const void *key, const void *value)
+int filler_commit(struct filler *f, const struct xps_kv_key *key,
+		  struct xps_kv_value *value)
 {
-	if (bpf_map_update_elem(f->data_fd, key, value, BPF_ANY))
+	struct xps_kv_hkey h = xps_kv_hkey_of(key);
+
+	value->key = *key;
+	xps_kv_value_seal(value);	/* last: every field is set */
+	if (bpf_map_update_elem(f->data_fd, &h, value, BPF_ANY))
 		return -1;
 	f->fills++;
 	return 0;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <signal.h>
 #include <linux/types.h>
+#include <xps/kvcache.h>
 
 #define FILLER_SKIP_SLOTS	1024
 #define FILLER_SKIP_NS		(100 * 1000 * 1000ULL)
@@ -104,9 +105,16 @@ static inline void filler_busy(struct filler *f)
  * Returns 1 when a write is unanswered (retry later), 0 with *version set,
  * -1 on error.
  */
-int filler_begin(struct filler *f, const void *key, __u64 *version);
-/* Insert @value (stamped with the version filler_begin() gave). */
-int filler_commit(struct filler *f, const void *key, const void *value);
+int filler_begin(struct filler *f, const struct xps_kv_key *key,
+		 __u64 *version);
+/*
+ * Insert @value (stamped with the version filler_begin() gave) for @key,
+ * which it gets a copy of, and seal it (include/xps/kvcache.h).
+ */
+int filler_commit(struct filler *f, const struct xps_kv_key *key,
+		  struct xps_kv_value *value);
+/* A key popped from the miss queue, its bytes past len zeroed. */
+void filler_key_clean(struct xps_kv_key *key);
 /*
  * Every established TCP connection to the context's port must be one XPS
  * keeps a record of (accepted after the context existed): writes on any

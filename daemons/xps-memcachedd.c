@@ -28,7 +28,6 @@
 #include "libxps.h"
 #include "filler.h"
 #include <xps/memcached.h>
-#include <xps/kvsum.h>
 
 #define logmsg(...) flog("xps-memcachedd: " __VA_ARGS__)
 #define UDP_QUIET_NS 1000000000ull
@@ -122,9 +121,9 @@ static int read_bytes(struct mc *c, void *dst, size_t n)
 }
 
 /* Fetch @k; 1 = retry later, 0 = done (filled or not cacheable), -1 = error. */
-static int fill_one(struct filler *f, struct mc *c, const struct mc_key *k)
+static int fill_one(struct filler *f, struct mc *c, const struct xps_kv_key *k)
 {
-	struct mc_value val = {};
+	struct xps_kv_value val = {};
 	struct mc_state st;
 	char line[512], *p;
 	long long size = -1, ttl = 0;
@@ -138,7 +137,7 @@ static int fill_one(struct filler *f, struct mc *c, const struct mc_key *k)
 	r = filler_begin(f, k, &val.version);
 	if (r)
 		return r;
-	if (dprintf(c->fd, "mg %.*s v f t c\r\n", (int)k->len, k->k) < 0 ||
+	if (dprintf(c->fd, "mg %.*s v f t c\r\n", (int)k->len, k->b) < 0 ||
 	    read_line(c, line, sizeof(line)))
 		return -1;
 	if (!strncmp(line, "EN", 2)) {
@@ -169,11 +168,9 @@ static int fill_one(struct filler *f, struct mc *c, const struct mc_key *k)
 	if (read_bytes(c, val.v, size) || read_bytes(c, NULL, 2))
 		return -1;
 	val.len = size;
-	val.flags = fl;
+	val.client_flags = fl;
 	val.cas = cas;
 	val.cgen = st.cgen;
-	val.sum = xps_kv_seal(val.len | (__u64)val.cgen << 32, val.version,
-			      val.cas, val.flags, k->k, k->len, val.v, val.len);
 	return filler_commit(f, k, &val);
 }
 
@@ -253,7 +250,7 @@ int main(int argc, char **argv)
 	const char *name = NULL;
 	struct filler f;
 	struct mc_state st;
-	struct mc_key k;
+	struct xps_kv_key k;
 	struct mc c;
 	__u64 last_check = 0;
 	__u32 zero = 0;
@@ -345,6 +342,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		filler_busy(&f);
+		filler_key_clean(&k);
 		if (why[0] || k.len < 1 || k.len > MC_KEY_MAX ||
 		    filler_recently_skipped(&f, &k, sizeof(k)))
 			continue;

@@ -35,7 +35,6 @@
 #include "filler.h"
 #include "resp.h"
 #include <xps/redis.h>
-#include <xps/kvsum.h>
 
 #define logmsg(...) flog("xps-redisd: " __VA_ARGS__)
 
@@ -164,11 +163,11 @@ static int connect_redis(struct ctx *x, const char *host, const char *port,
  * Fetch @k and insert it if the coherence protocol allows.  Returns 1 when
  * the fill must be retried later (a write was unanswered).
  */
-static int fill_one(struct ctx *x, const struct redis_key *k)
+static int fill_one(struct ctx *x, const struct xps_kv_key *k)
 {
-	const char *argv[2] = { NULL, (const char *)k->k };
+	const char *argv[2] = { NULL, (const char *)k->b };
 	size_t lens[2] = { 0, k->len };
-	struct redis_value val = {};
+	struct xps_kv_value val = {};
 	struct redis_state st;
 	char line[256], t;
 	long long n, ttl;
@@ -204,12 +203,10 @@ static int fill_one(struct ctx *x, const struct redis_key *k)
 	}
 	val.len = n;
 	val.cgen = st.cgen;
-	val.sum = xps_kv_seal(val.len | (__u64)val.cgen << 32, val.version,
-			      0, 0, k->k, k->len, val.v, val.len);
 	if (filler_commit(&x->f, k, &val))
 		return -1;
 	if (verbose > 1)
-		logmsg("filled %.*s (%u bytes)", (int)k->len, k->k, val.len);
+		logmsg("filled %.*s (%u bytes)", (int)k->len, k->b, val.len);
 	return 0;
 }
 
@@ -234,7 +231,7 @@ int main(int argc, char **argv)
 	char host[256] = "127.0.0.1", port[16] = "", last_why[400] = "-";
 	const char *name = NULL;
 	struct ctx x = {};
-	struct redis_key k;
+	struct xps_kv_key k;
 	struct timespec last_check = { 0, 0 }, now;
 	int o, r, ret = 1;
 
@@ -310,6 +307,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		filler_busy(&x.f);
+		filler_key_clean(&k);
 		if (x.why[0] || k.len < 1 || k.len > REDIS_KEY_MAX ||
 		    filler_recently_skipped(&x.f, &k, sizeof(k)))
 			continue;

@@ -1,39 +1,21 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Memcached handler: layouts shared by bpf/memcached.bpf.c, its filler
- * (daemons/xps-memcachedd.c) and the tests.
+ * (daemons/xps-memcachedd.c) and the tests.  The cache itself is
+ * include/xps/kvcache.h.
  */
 #ifndef __XPS_MEMCACHED_H
 #define __XPS_MEMCACHED_H
 
 #include <linux/types.h>
 
+#include <xps/kvcache.h>
+
 #define MC_KEY_MAX		250	/* memcached's KEY_MAX_LENGTH */
-#define MC_VALUE_MAX		1024	/* longer values are never cached */
+#define MC_VALUE_MAX		XPS_KV_VALUE_MAX
 #define MC_CACHE_ENTRIES	65536
 #define MC_MISS_QUEUE		4096
 #define MC_VERSIONS		262144	/* keys written; beyond: invalidate all */
-
-struct mc_key {
-	__u32 len;
-	__u8 k[252];			/* zero-padded */
-};
-
-struct mc_value {
-	__u32 len;
-	__u32 flags;			/* the client flags memcached returns */
-	__u64 cas;			/* what gets returns */
-	__u32 cgen;			/* mc_state.cgen when filled */
-	__u32 pad;
-	__u64 version;			/* the key's version when filled */
-	/*
-	 * xps_kv_seal(len | (__u64)cgen << 32, version, cas, flags, key, v):
-	 * a value whose seal does not match is not served
-	 * (include/xps/kvsum.h)
-	 */
-	__u64 sum;
-	__u8 v[MC_VALUE_MAX];
-};
 
 enum mc_state_flags {
 	MC_NO_SERVE = 1 << 0,		/* set by the filler, see its log */
@@ -60,8 +42,6 @@ enum mc_conn_flags {
 	MC_CONN_NO_SERVE = 1 << 0,	/* malformed input: boundaries lost */
 };
 
-_Static_assert(sizeof(struct mc_key) == 256, "mc_key layout");
-_Static_assert(sizeof(struct mc_value) == 1064, "mc_value layout");
 _Static_assert(sizeof(struct mc_state) == 40, "mc_state layout");
 
 #endif

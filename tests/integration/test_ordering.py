@@ -36,7 +36,7 @@ import threading
 import time
 
 import xpstest
-from xpstest import (resp, OUT, attach, eq, main, redis_value_hex, stats, test,
+from xpstest import (resp, OUT, attach, eq, main, kv_value_hex, stats, test,
                      wait_for, xpsctl)
 
 PLAIN = os.environ.get("XPS_ORDERING_PLAIN") == "1"
@@ -507,7 +507,7 @@ class TwoThreadCase(RespCase):
     its data map by hand: both answer GET hot with the same bytes.  A
     client connection on which the kernel answers GET hot.
 
-    No filler: `xpsctl data put` writes a struct redis_value sealed as the
+    No filler: `xpsctl data put` writes a struct xps_kv_value sealed as the
     filler seals it, with cache generation 0 and version 0, what a fresh
     context has for a key never written, so the handler serves the value.
     The server's requests (GET, PING) never invalidate it."""
@@ -524,7 +524,7 @@ class TwoThreadCase(RespCase):
             eq(self.proc.stdout.readline(), b"ready\n", "twothread_server started")
             if not PLAIN:
                 attach("redis", TT_PORT, name=TT_CTX)
-                xpsctl("data", "put", TT_CTX, HOT.decode(), redis_value_hex(HOT, HOT_VALUE))
+                xpsctl("data", "put", TT_CTX, HOT.decode(), kv_value_hex(HOT, HOT_VALUE))
             self.st = Stream(TT_PORT)
             served_by_kernel(TT_CTX, self.get_hot, "GET hot")
         except BaseException:

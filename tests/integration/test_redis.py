@@ -8,13 +8,12 @@ import random
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import tempfile
 import threading
 import time
 
-from xpstest import (attach, kv_seal, resp, XpsError, eq, redis_cli, redis_value_hex, main, recv_exact,
+from xpstest import (attach, kv_seal, resp, XpsError, eq, redis_cli, kv_value_hex, main, recv_exact,
                      stats, test, wait_for, xpsctl)
 
 PORT = 17400
@@ -451,15 +450,14 @@ def test_value_served_only_with_its_seal():
             got = c.call("GET", "k")
             return got, stats("sealed")["tx"] - before
 
-        xpsctl("data", "put", "sealed", "k", redis_value_hex(b"k", b"from-cache"))
+        xpsctl("data", "put", "sealed", "k", kv_value_hex(b"k", b"from-cache"))
         eq(kernel_get("sealed"), (b"$10\r\nfrom-cache\r\n", 1), "a sealed value")
         def value(val, key=b"k", seal_val=None, seal_version=0, seal=None):
             if seal is None:
                 seal = kv_seal(len(val), seal_version, 0, 0, key,
                                val if seal_val is None else seal_val)
-            return "hex:" + (struct.pack("<IIQQ", len(val), 0, 0, seal) + val +
-                             bytes(1024 - len(val))).hex()
-        eq(value(b"from-cache"), redis_value_hex(b"k", b"from-cache"), "seal")
+            return kv_value_hex(b"k", val, seal=seal)
+        eq(value(b"from-cache"), kv_value_hex(b"k", b"from-cache"), "seal")
         bad = [
             ("sealed for other bytes", value(b"from-cache", seal_val=b"from-kache")),
             ("sealed for another key", value(b"from-cache", key=b"j")),

@@ -215,10 +215,17 @@ def kv_seal(s0, s1, s2, s3, key, val):
     return fold(fold(h, key), val)
 
 
-def redis_value_hex(key, val, cgen=0, version=0):
-    """A sealed struct redis_value (include/xps/redis.h) for `xpsctl data put`."""
-    s = kv_seal(len(val) | cgen << 32, version, 0, 0, key, val)
-    return "hex:" + (struct.pack("<IIQQ", len(val), cgen, version, s)
+def kv_value_hex(key, val, cgen=0, version=0, cas=0, flags=0, seal=None):
+    """A struct xps_kv_value (include/xps/kvcache.h) for `xpsctl data put`,
+    sealed as a filler seals it unless @seal is given.  xpsctl writes the
+    key into the value itself; it is included here so that the bytes are
+    the whole value."""
+    if seal is None:
+        seal = kv_seal(len(val) | cgen << 32, version, cas, flags, key, val)
+    return "hex:" + (struct.pack("<IIQQIIQ", len(val), cgen, version, cas,
+                                 flags, 0, seal)
+                     + struct.pack("<II", len(key), 0) + key
+                     + bytes(256 - len(key))
                      + val + bytes(1024 - len(val))).hex()
 
 

@@ -191,4 +191,80 @@ static void kv_run_hostile(const char *suite, kv_parse_fn parse,
 	h_end();
 }
 
+/*
+ * A fast GET recognizer (xps_redis_parse_get(), xps_mc_parse_get()) says
+ * "GET of this key, this long" for the first request of a @len-byte
+ * buffer, or 0.  It must never disagree with the full parser: checked on
+ * every fixture, every fixture cut short or with a byte changed, and
+ * random bytes.  @must lists requests it has to recognize.
+ */
+typedef __u32 (*kv_fast_fn)(const __u8 *buf, __u32 len, struct xps_span *key,
+			    __u32 *extra_flags);
+
+static void kv_fast_one(kv_parse_fn parse, kv_fast_fn fast, const __u8 *buf,
+			__u32 len, const char *what, __u32 *hits)
+{
+	struct xps_span key;
+	struct xps_kv_req r;
+	__u32 n, extra = 0;
+	int k;
+
+	n = fast(buf, len, &key, &extra);
+	if (!n)
+		return;
+	(*hits)++;
+	k = parse(buf, len, 0, &r);
+	CHECK(k == XPS_REQ_SERVE && r.req_len == n && r.nkeys == 1 &&
+	      r.keys[0].off == key.off && r.keys[0].len == key.len &&
+	      r.flags == extra,
+	      "%s: fast says GET of %u bytes (key %u+%u), parser says kind %d, %u bytes, %u keys, flags %#x",
+	      what, n, key.off, key.len, k, r.req_len, r.nkeys, r.flags);
+}
+
+static void kv_run_fast(const char *suite, kv_parse_fn parse, kv_fast_fn fast,
+			const struct fx *t, size_t nfx, const char *const *must,
+			const char *alphabet)
+{
+	static __u8 a[XPS_SCRATCH];
+	unsigned seed = 12345, nalpha = strlen(alphabet);
+	__u32 hits = 0, i, it, len;
+	struct xps_span key;
+	char title[96];
+	size_t f;
+
+	snprintf(title, sizeof(title), "%s fast GET agrees with the parser", suite);
+	h_begin(title);
+	for (i = 0; must[i]; i++) {
+		__u32 extra = 0;
+
+		h_load(a, 0, must[i], strlen(must[i]), 0x5a);
+		CHECK(fast(a, strlen(must[i]), &key, &extra) == strlen(must[i]),
+		      "not recognized: %s", must[i]);
+		kv_fast_one(parse, fast, a, strlen(must[i]), must[i], &hits);
+	}
+	for (f = 0; f < nfx; f++) {
+		for (len = 0; len <= t[f].req_n; len++) {
+			h_load(a, 0, t[f].req, len, 0x5a);
+			kv_fast_one(parse, fast, a, len, t[f].desc, &hits);
+		}
+	}
+	for (it = 0; it < 200000; it++) {
+		const char *src = must[it % 3 ? 0 : 1] ? must[it % 2] : must[0];
+
+		len = strlen(src);
+		h_load(a, 0, src, len, 0);
+		for (i = 0; i < 2; i++) {
+			seed = seed * 1103515245 + 12345;
+			a[(seed >> 8) % len] = (it & 1) ? (__u8)(seed >> 20) :
+				(__u8)alphabet[(seed >> 16) % nalpha];
+		}
+		seed = seed * 1103515245 + 12345;
+		if (it % 5 == 0)
+			len -= (seed >> 8) % len;
+		kv_fast_one(parse, fast, a, len, "mutated", &hits);
+	}
+	CHECK(hits > 1000, "only %u inputs recognized: the test proves little", hits);
+	h_end();
+}
+
 #endif /* __XPS_TEST_KV_COMMON_H */

@@ -61,6 +61,23 @@ static void test_encoders(void)
 	h_end();
 }
 
+static __u32 mc_fast(const __u8 *buf, __u32 len, struct xps_span *key,
+		     __u32 *extra_flags)
+{
+	int cas = 0;
+	__u32 n = xps_mc_parse_get(buf, len, key, &cas);
+
+	*extra_flags = cas ? XPS_F_CAS : 0;
+	return n;
+}
+
+static const char *const mc_must[] = {
+	"get key:0000000000000000000000000001\r\n",
+	"gets k\r\n",
+	"get \x80\xff~!\r\n",
+	NULL,
+};
+
 int main(void)
 {
 	kv_run_table("memcached", xps_mc_parse, mc_fx, N(mc_fx));
@@ -70,5 +87,7 @@ int main(void)
 	test_encoders();
 	kv_run_hostile("memcached", xps_mc_parse, mc_fx, N(mc_fx), 7,
 		       "getsetcas 0123456789-\r\n\t", 0x0a, 0);
+	kv_run_fast("memcached", xps_mc_parse, mc_fast, mc_fx, N(mc_fx), mc_must,
+		    "getsk \r\n\t\x7f\x00\x80\x21");
 	return h_summary("test_memcached");
 }

@@ -36,6 +36,22 @@ static void test_encoder(void)
 	h_end();
 }
 
+static __u32 redis_fast(const __u8 *buf, __u32 len, struct xps_span *key,
+			__u32 *extra_flags)
+{
+	*extra_flags = 0;
+	return xps_redis_parse_get(buf, len, 0, key);
+}
+
+static const char *const redis_must[] = {
+	"*2\r\n$3\r\nGET\r\n$32\r\nkey:0000000000000000000000000001\r\n",
+	"*2\r\n$3\r\nget\r\n$1\r\nk\r\n",
+	"*2\r\n$3\r\ngEt\r\n$128\r\n"
+	"0123456789012345678901234567890123456789012345678901234567890123"
+	"0123456789012345678901234567890123456789012345678901234567890123\r\n",
+	NULL,
+};
+
 int main(void)
 {
 	kv_run_table("redis", xps_redis_parse, redis_fx, N(redis_fx));
@@ -44,5 +60,7 @@ int main(void)
 	test_encoder();
 	kv_run_hostile("redis", xps_redis_parse, redis_fx, N(redis_fx), 1,
 		       "*$\r\n0123456789-GETSET abc", 0xff, 1);
+	kv_run_fast("redis", xps_redis_parse, redis_fast, redis_fx, N(redis_fx),
+		    redis_must, "*$\r\n0123456789GETget \x00\x80");
 	return h_summary("test_redis");
 }

@@ -34,7 +34,6 @@
 #include "libxps.h"
 #include <xps/redis.h>
 #include <xps/memcached.h>
-#include <xps/kvsum.h>
 #include <xps/http_filter.h>
 #include "redis.bpf.h"
 #include "memcached.bpf.h"
@@ -216,12 +215,46 @@ static void clear_map(int fd, size_t key_size)
 	}
 }
 
-static __u64 version_of(int fd, const void *key)
+/*
+ * The kv-cache's maps are keyed by the key's hash, and the value holds
+ * the key (include/xps/kvcache.h): what the filler does, by hand.
+ */
+static __u64 version_of(int fd, const struct xps_kv_key *key)
 {
+	struct xps_kv_hkey h = xps_kv_hkey_of(key);
 	__u64 v = 0;
 
-	bpf_map_lookup_elem(fd, key, &v);
+	bpf_map_lookup_elem(fd, &h, &v);
 	return v;
+}
+
+static int kv_set(struct xps_context *ctx, const struct xps_kv_key *key,
+		  struct xps_kv_value *v)
+{
+	struct xps_kv_hkey h = xps_kv_hkey_of(key);
+
+	v->key = *key;
+	xps_kv_value_seal(v);
+	return xps_set_data(ctx, &h, v);
+}
+
+/* -ENOENT also when the entry under the hash holds another key. */
+static int kv_get(struct xps_context *ctx, const struct xps_kv_key *key,
+		  struct xps_kv_value *v)
+{
+	struct xps_kv_hkey h = xps_kv_hkey_of(key);
+	int err = xps_get_data(ctx, &h, v);
+
+	if (!err && !xps_kv_key_eq(&v->key, key))
+		err = -ENOENT;
+	return err;
+}
+
+static int kv_del(struct xps_context *ctx, const struct xps_kv_key *key)
+{
+	struct xps_kv_hkey h = xps_kv_hkey_of(key);
+
+	return xps_delete_data(ctx, &h);
 }
 
 static void drain_queue(int fd, size_t val_size)
@@ -245,19 +278,19 @@ static __u32 to_scratch(__u8 *buf, const char *req, size_t n)
 
 /* ---- Redis ------------------------------------------------------------ */
 
-static struct redis_key rkey(const void *k, __u32 len)
+static struct xps_kv_key rkey(const void *k, __u32 len)
 {
-	struct redis_key key = { .len = len };
+	struct xps_kv_key key = { .len = len };
 
-	memcpy(key.k, k, len);
+	memcpy(key.b, k, len);
 	return key;
 }
 
 /* Cache @val for @key the way the filler does; the bulk reply in @want. */
-static int redis_cache(const struct redis_key *key, const char *val,
+static int redis_cache(const struct xps_kv_key *key, const char *val,
 		       char *want, __u32 *want_len)
 {
-	struct redis_value v = { .len = strlen(val) };
+	struct xps_kv_value v = { .len = strlen(val) };
 	struct redis_state st;
 	__u32 zero = 0;
 
@@ -266,12 +299,10 @@ static int redis_cache(const struct redis_key *key, const char *val,
 	v.cgen = st.cgen;
 	v.version = version_of(redis.versions, key);
 	memcpy(v.v, val, v.len);
-	v.sum = xps_kv_seal(v.len | (__u64)v.cgen << 32, v.version, 0, 0,
-			    key->k, key->len, v.v, v.len);
 	if (want)
 		*want_len += xps_redis_encode_bulk((__u8 *)want + *want_len,
 						   (const __u8 *)val, v.len);
-	return xps_set_data(redis.ctx, key, &v);
+	return kv_set(redis.ctx, key, &v);
 }
 
 static __u32 redis_cgen(void)
@@ -288,8 +319,8 @@ static void redis_reset(void)
 	struct redis_state st = {};
 	__u32 zero = 0;
 
-	clear_map(redis.data, sizeof(struct redis_key));
-	drain_queue(redis.misses, sizeof(struct redis_key));
+	clear_map(redis.data, sizeof(struct xps_kv_hkey));
+	drain_queue(redis.misses, sizeof(struct xps_kv_key));
 	bpf_map_lookup_elem(redis.state, &zero, &st);
 	st.flags = 0;
 	bpf_map_update_elem(redis.state, &zero, &st, BPF_ANY);
@@ -369,7 +400,7 @@ static bool redis_servable_get(const struct xps_kv_req *r)
 static void redis_follow_up(const char *desc, struct xps_conn *conn,
 			    bool servable)
 {
-	struct redis_key key = rkey("fx:after", 8);
+	struct xps_kv_key key = rkey("fx:after", 8);
 	static struct out o;
 	char want[64];
 	__u32 want_len = 0;
@@ -402,7 +433,7 @@ static void test_redis_fixtures(void)
 	static struct out o;
 	char want[4096], val[64];
 	struct walk_result w;
-	struct redis_key keys[XPS_MAX_KEYS];
+	struct xps_kv_key keys[XPS_MAX_KEYS];
 	__u64 vers[XPS_MAX_KEYS];
 	size_t i;
 	int k;
@@ -463,12 +494,12 @@ static void test_redis_fixtures(void)
 				      "%s: everything not invalidated", f->desc);
 			for (k = 0; !(w.first.flags & XPS_F_ALL) &&
 				    k < w.first.nkeys; k++) {
-				struct redis_value v;
+				struct xps_kv_value v;
 
 				if (w.first.keys[k].len < 1 ||
 				    w.first.keys[k].len > REDIS_KEY_MAX)
 					continue;
-				CHECK(xps_get_data(redis.ctx, &keys[k], &v) == -ENOENT,
+				CHECK(kv_get(redis.ctx, &keys[k], &v) == -ENOENT,
 				      "%s: key %d still cached", f->desc, k);
 				CHECK(version_of(redis.versions, &keys[k]) > vers[k] ||
 				      redis_cgen() != cgen0,
@@ -481,14 +512,14 @@ static void test_redis_fixtures(void)
 			      "%s: a read counted as a write", f->desc);
 		/* a miss is queued for the filler */
 		if (tx) {
-			struct redis_key q;
+			struct xps_kv_key q;
 
-			xps_delete_data(redis.ctx, &keys[0]);
+			kv_del(redis.ctx, &keys[0]);
 			if (run(IPPROTO_TCP, PORT_REDIS, f->req, f->req_n,
 				&conn, &o) == 0)
 				CHECK(o.retval == XPS_PASS &&
 				      !bpf_map_lookup_and_delete_elem(redis.misses, NULL, &q) &&
-				      !memcmp(&q, &keys[0], sizeof(q)),
+				      xps_kv_key_eq(&q, &keys[0]),
 				      "%s: miss: %s, key not queued", f->desc,
 				      verdict(o.retval));
 		}
@@ -512,7 +543,7 @@ static void test_redis_splits(void)
 		const struct fx *f = &redis_fx[i];
 		__u32 n = to_scratch(buf, f->req, f->req_n), wl = 0;
 		char want[4096];
-		struct redis_key key;
+		struct xps_kv_key key;
 
 		redis_reset();
 		kv_walk(xps_redis_parse, buf, n, &w);
@@ -575,9 +606,9 @@ static void test_redis_pipeline(void)
 		"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\nGET k2\r\n*2\r\n$3\r\nget\r\n$2\r\nk3\r\n";
 	static const char mixed[] =
 		"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\n*3\r\n$3\r\nSET\r\n$2\r\nk2\r\n$1\r\nx\r\n";
-	struct redis_key k1 = rkey("k1", 2), k2 = rkey("k2", 2), k3 = rkey("k3", 2);
+	struct xps_kv_key k1 = rkey("k1", 2), k2 = rkey("k2", 2), k3 = rkey("k3", 2);
 	struct xps_conn conn = {};
-	struct redis_value v;
+	struct xps_kv_value v;
 	static struct out o;
 	__u32 wl = 0;
 	char want[256];
@@ -593,8 +624,8 @@ static void test_redis_pipeline(void)
 	      "three GETs: %s, %u bytes", verdict(o.retval), o.len);
 	CHECK(!run(IPPROTO_TCP, PORT_REDIS, mixed, sizeof(mixed) - 1, &conn, &o) &&
 	      o.retval == XPS_PASS, "GET + SET: %s", verdict(o.retval));
-	CHECK(xps_get_data(redis.ctx, &k2, &v) == -ENOENT, "SET k2 left it cached");
-	CHECK(xps_get_data(redis.ctx, &k1, &v) == 0, "GET k1 invalidated it");
+	CHECK(kv_get(redis.ctx, &k2, &v) == -ENOENT, "SET k2 left it cached");
+	CHECK(kv_get(redis.ctx, &k1, &v) == 0, "GET k1 invalidated it");
 	answer_writes(&conn);
 	redis_reset();
 	h_end();
@@ -602,18 +633,18 @@ static void test_redis_pipeline(void)
 
 /* ---- memcached -------------------------------------------------------- */
 
-static struct mc_key mkey(const void *k, __u32 len)
+static struct xps_kv_key mkey(const void *k, __u32 len)
 {
-	struct mc_key key = { .len = len };
+	struct xps_kv_key key = { .len = len };
 
-	memcpy(key.k, k, len);
+	memcpy(key.b, k, len);
 	return key;
 }
 
-static int mc_cache(const struct mc_key *key, const char *val, __u32 flags,
+static int mc_cache(const struct xps_kv_key *key, const char *val, __u32 flags,
 		    __u64 cas)
 {
-	struct mc_value v = { .len = strlen(val), .flags = flags, .cas = cas };
+	struct xps_kv_value v = { .len = strlen(val), .client_flags = flags, .cas = cas };
 	struct mc_state st;
 	__u32 zero = 0;
 
@@ -622,9 +653,7 @@ static int mc_cache(const struct mc_key *key, const char *val, __u32 flags,
 	v.cgen = st.cgen;
 	v.version = version_of(mc.versions, key);
 	memcpy(v.v, val, v.len);
-	v.sum = xps_kv_seal(v.len | (__u64)v.cgen << 32, v.version, v.cas,
-			    v.flags, key->k, key->len, v.v, v.len);
-	return xps_set_data(mc.ctx, key, &v);
+	return kv_set(mc.ctx, key, &v);
 }
 
 static void mc_reset(void)
@@ -632,8 +661,8 @@ static void mc_reset(void)
 	struct mc_state st = {};
 	__u32 zero = 0;
 
-	clear_map(mc.data, sizeof(struct mc_key));
-	drain_queue(mc.misses, sizeof(struct mc_key));
+	clear_map(mc.data, sizeof(struct xps_kv_hkey));
+	drain_queue(mc.misses, sizeof(struct xps_kv_key));
 	bpf_map_lookup_elem(mc.state, &zero, &st);
 	st.flags = 0;
 	bpf_map_update_elem(mc.state, &zero, &st, BPF_ANY);
@@ -660,7 +689,7 @@ static void test_mc_fixtures(void)
 	static struct out o;
 	char want[4096], val[64];
 	struct walk_result w;
-	struct mc_key keys[XPS_MAX_KEYS], after = mkey("fx:after", 8);
+	struct xps_kv_key keys[XPS_MAX_KEYS], after = mkey("fx:after", 8);
 	size_t i;
 	int k;
 
@@ -720,12 +749,12 @@ static void test_mc_fixtures(void)
 		if (single && w.first_kind == XPS_REQ_INVALIDATE &&
 		    !(w.first.flags & XPS_F_ALL)) {
 			for (k = 0; k < w.first.nkeys; k++) {
-				struct mc_value v;
+				struct xps_kv_value v;
 
 				if (w.first.keys[k].len < 1 ||
 				    w.first.keys[k].len > MC_KEY_MAX)
 					continue;
-				CHECK(xps_get_data(mc.ctx, &keys[k], &v) == -ENOENT,
+				CHECK(kv_get(mc.ctx, &keys[k], &v) == -ENOENT,
 				      "%s: key %d still cached", f->desc, k);
 			}
 		}
@@ -760,7 +789,7 @@ static void test_mc_udp(void)
 	static const char reply[] =
 		"\x12\x34\x00\x00\x00\x01\x00\x00VALUE fx:udp 3 4\r\nudp!\r\nEND\r\n";
 	static const char bad[] = "\x12\x34\x00\x00\x00\x02\x00\x00get fx:udp\r\n";
-	struct mc_key key = mkey("fx:udp", 6);
+	struct xps_kv_key key = mkey("fx:udp", 6);
 	static struct out o;
 
 	h_begin("memcached UDP: frame header echoed, multi-datagram requests passed");

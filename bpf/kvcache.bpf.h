@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The key-value cache shared by the Redis and memcached handlers, written
+ * once: its maps, the lookup a GET makes, the invalidation a write makes,
+ * and the parts of the segment walk that do not depend on the protocol.
+ * Each service keeps its parser, its reply encoder and what its SERVE and
+ * STATE requests do (bpf/redis.bpf.c, bpf/memcached.bpf.c).
+ *
+ * Maps are keyed by the key's 64-bit hash (include/xps/kvcache.h): a GET
+ * makes three lookups of 8-byte keys (value, version, access counter)
+ * where it made three of a zero-padded 132- or 256-byte key.
+ *
+ * Coherence (docs/coherence.md): a write counts itself (xps_note_write()),
+ * then bumps the version of each key it writes, or the cache generation
+ * for every key, then deletes the entries.  A value is served only while
+ * its stamp equals the key's version and the current cache generation,
+ * the stored key equals the requested one, and the bytes copied match the
+ * filler's seal.
+ */
+#ifndef __XPS_KVCACHE_BPF_H
+#define __XPS_KVCACHE_BPF_H
+
+#include <xps/kvcache.h>
+#include "stage.bpf.h"
+#include "kvsum.bpf.h"
+
+/*
+ * The context's maps (libxps pins them under /sys/fs/bpf/xps/ctx/<name>/):
+ * xps_data, the values; xps_keystats, per-key accesses for
+ * xps_get_stats(); xps_versions, written by the handler only (a key never
+ * written has version 0, a full map invalidates everything); xps_misses,
+ * keys looked up and not found, for the filler (the oldest are dropped
+ * when it is full).  A service may size them before including this file.
+ */
+#ifndef XPS_KV_ENTRIES
+#define XPS_KV_ENTRIES		65536
+#endif
+#ifndef XPS_KV_MISS_ENTRIES
+#define XPS_KV_MISS_ENTRIES	4096
+#endif
+#ifndef XPS_KV_VERSION_ENTRIES
+#define XPS_KV_VERSION_ENTRIES	262144	/* keys written; beyond: every key */
+#endif
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XPS_KV_ENTRIES);
+	__type(key, struct xps_kv_hkey);
+	__type(value, struct xps_kv_value);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} xps_data SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(max_entries, XPS_KV_ENTRIES);
+	__type(key, struct xps_kv_hkey);
+	__type(value, __u64);
+} xps_keystats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XPS_KV_VERSION_ENTRIES);
+	__type(key, struct xps_kv_hkey);
+	__type(value, __u64);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} xps_versions SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, XPS_KV_MISS_ENTRIES);
+	__type(value, struct xps_kv_key);
+} xps_misses SEC(".maps");
+
+/* Global functions: verified once, whatever the caller's state. */
+__attribute__((noinline))
+__u64 xps_kv_hash(const struct xps_kv_key *k)
+{
+	if (!k)
+		return 0;
+	return xps_kv_hash_key(k);
+}
+
+__attribute__((noinline))
+int xps_kv_same_key(const struct xps_kv_key *a, const struct xps_kv_key *b)
+{
+	if (!a || !b)
+		return 0;
+	return xps_kv_key_eq(a, b);
+}
+
+/*
+ * The stamps of the value the last lookup found, each read once from its
+ * map element (in the scratch: the walk's stack is full).  The element
+ * may be freed and reused for another key while a handler reads it
+ * (docs/coherence.md, "What is served is what was filled"), so what is
+ * checked, encoded and sealed is these copies, never the element's fields
+ * read again.
+ */
+struct xps_kv_hit {
+	__u64 version;
+	__u64 cas;
+	__u64 sum;
+	__u32 len;
+	__u32 cgen;
+	__u32 client_flags;
+	__u32 pad;
+};
+
+/* Per-CPU scratch of a run (too big for the 512-byte BPF stack). */
+struct xps_kv_scratch {
+	struct xps_kv_req req;		/* the current parse */
+	struct xps_kv_key key;		/* the current key */
+	struct xps_kv_hit hit;		/* what the last lookup found */
+	struct xps_stage out;		/* a pipeline's reply, built */
+	__u8 hdr[XPS_SCRATCH];		/* memcached: one VALUE line */
+	/* the segment's first bytes; the tail pads key copies (verifier) */
+	__u8 in[XPS_SCRATCH + XPS_KV_KEY_MAX + 8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xps_kv_scratch);
+} xps_kv_scratch SEC(".maps");
+
+/*
+ * State of one walk over a segment (the bpf_loop callbacks' context, on
+ * the stack: kept small, the parsers' frames come on top of it).
+ */
+struct xps_kv_walk {
+	struct __sk_buff *skb;
+	struct xps_kv_scratch *sc;
+	void *st;			/* the service's state (XPS_STATE_MAP) */
+	__u32 *cgen;			/* the state's cache generation */
+	__u64 *udp_write_ns;		/* where a UDP write notes its time */
+	struct xps_conn_hstate *cs;
+	struct xps_kv_hkey hk;		/* hash of sc->key */
+	__u16 key_max;			/* longest key the service caches */
+	__u16 conn_no_serve;		/* the service's "stop serving" flag */
+	__u32 base;			/* first request byte (memcached UDP: 8) */
+	__u32 len;			/* bytes in sc->in */
+	__u32 seg_len;			/* bytes in the segment */
+	__u32 off;			/* next request */
+	__u32 out_len;			/* reply bytes built */
+	__u32 gets;			/* GETs answered from the cache */
+	__u8 serve;			/* every request so far can be answered */
+	__u8 done;
+	__u8 udp;
+};
+
+/*
+ * Load key @sp of the current request into sc->key and hash it.  The bytes
+ * come from the request itself (the parser saw the same in sc->in).
+ */
+static __always_inline int xps_kv_set_key(struct xps_kv_walk *w,
+					  const struct xps_span *sp)
+{
+	struct xps_kv_key *k = &w->sc->key;
+	__u32 off = sp->off, len = sp->len;
+
+	barrier_var(len);
+	barrier_var(off);
+	if (len < 1 || len > w->key_max || len > XPS_KV_KEY_MAX ||
+	    off >= XPS_SCRATCH)
+		return -1;
+	k->len = len;
+	if (xps_load(w->skb, off, k->b, len))
+		return -1;
+	w->hk.hash = xps_kv_hash(k);
+	return 0;
+}
+
+/*
+ * The value cached for sc->key, or NULL: stored under the key's hash for
+ * this very key, stamped with the current cache generation and the key's
+ * current version (its stamps then in sc->hit).  Every lookup counts as
+ * an access for xps_get_stats(); a miss is queued for the filler.  The
+ * bytes are checked against the seal when copied (xps_kv_stage_value()).
+ */
+static __always_inline struct xps_kv_value *xps_kv_lookup(struct xps_kv_walk *w)
+{
+	struct xps_kv_value *v = bpf_map_lookup_elem(&xps_data, &w->hk);
+	__u64 *n = bpf_map_lookup_elem(&xps_keystats, &w->hk), one = 1, *ver;
+	struct xps_kv_hit *hit = &w->sc->hit;
+
+	if (n)
+		*n += 1;	/* per CPU: no atomic needed */
+	else
+		bpf_map_update_elem(&xps_keystats, &w->hk, &one, BPF_NOEXIST);
+	if (!v)
+		goto miss;
+	hit->len = *(volatile __u32 *)&v->len;
+	hit->cgen = *(volatile __u32 *)&v->cgen;
+	hit->version = *(volatile __u64 *)&v->version;
+	hit->cas = *(volatile __u64 *)&v->cas;
+	hit->client_flags = *(volatile __u32 *)&v->client_flags;
+	hit->sum = *(volatile __u64 *)&v->sum;
+	if (hit->cgen != *w->cgen || hit->len > XPS_KV_VALUE_MAX ||
+	    !xps_kv_same_key(&w->sc->key, &v->key))
+		goto miss;
+	ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
+	if (hit->version != (ver ? *ver : 0))
+		goto miss;
+	return v;
+miss:
+	bpf_map_push_elem(&xps_misses, &w->sc->key, BPF_EXIST);
+	return NULL;
+}
+
+/*
+ * The seal's head (include/xps/kvsum.h): the stamps, then the key's
+ * bytes.  Bytes of k->w past k->len are masked off, as the reference
+ * zero-pads the last word.  A global function, verified once.
+ */
+__attribute__((noinline))
+__u64 xps_kv_seal_key(const struct xps_kv_key *k, __u64 s0, __u64 s1,
+		      __u64 s2, __u64 s3)
+{
+	__u64 h = XPS_KV_SUM_SEED;
+	__u32 i, len;
+
+	if (!k)
+		return 0;
+	len = k->len;
+	h = xps_kv_mix(h, s0);
+	h = xps_kv_mix(h, s1);
+	h = xps_kv_mix(h, s2);
+	h = xps_kv_mix(h, s3);
+	for (i = 0; i < XPS_KV_KEY_MAX / 8; i++) {
+		if (i * 8 >= len)
+			break;
+		h = xps_kv_mix(h, k->w[i] & xps_kv_word_mask(len, i));
+	}
+	return h;
+}
+
+/*
+ * Append the bytes of @v, which the last lookup returned, to the staged
+ * reply and check the copy against the seal the filler put on the value:
+ * a copy torn by a refill, of another key's value or of a replaced one
+ * does not match, and is not served (-1).  The bytes hashed are the bytes
+ * stored (xps_stage_copy_sum()).
+ */
+static __always_inline int xps_kv_stage_value(struct xps_kv_walk *w,
+					      const struct xps_kv_value *v)
+{
+	const struct xps_kv_hit *hit = &w->sc->hit;
+	__u32 at = w->out_len, len = hit->len;
+	__u64 head;
+
+	head = xps_kv_seal_key(&w->sc->key, len | (__u64)hit->cgen << 32,
+			       hit->version, hit->cas, hit->client_flags);
+	if (xps_stage_copy_sum(&w->sc->out, at,
+			       (const struct xps_stage_chunk *)v->v, len,
+			       head) != hit->sum)
+		return -1;
+	w->out_len = at + len;
+	return 0;
+}
+
+/*
+ * A write touches the keys of sc->req (or every key, XPS_F_ALL): count it,
+ * then make every cached value of those keys unservable
+ * (docs/coherence.md), then free them.  A write over UDP is never seen
+ * answered: its time is noted for the filler, which keeps the handler
+ * out for a while after one.
+ */
+static __always_inline void xps_kv_invalidate(struct xps_kv_walk *w)
+{
+	struct xps_kv_req *req = &w->sc->req;
+	__u64 *ver, one = 1;
+	__u32 i;
+
+	if (w->udp && w->udp_write_ns)
+		*w->udp_write_ns = bpf_ktime_get_ns();
+	xps_note_write(w->skb);
+	if (req->flags & XPS_F_ALL) {
+		__sync_fetch_and_add(w->cgen, 1);
+		return;
+	}
+	for (i = 0; i < XPS_MAX_KEYS; i++) {
+		if (i >= req->nkeys)
+			break;
+		/* keys that cannot be set were never cached */
+		if (xps_kv_set_key(w, &req->keys[i]))
+			continue;
+		ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
+		if (ver)
+			__sync_fetch_and_add(ver, 1);
+		else if (bpf_map_update_elem(&xps_versions, &w->hk, &one,
+					     BPF_NOEXIST))
+			/* the key cannot get a version: every key then */
+			__sync_fetch_and_add(w->cgen, 1);
+		bpf_map_delete_elem(&xps_data, &w->hk);
+	}
+}
+
+/* Count the request just parsed, unless the service never answers it. */
+static __always_inline void xps_kv_count(struct xps_kv_walk *w)
+{
+	if (w->sc->req.flags & XPS_F_NOREPLY)
+		xps_requests_none(w->skb);
+	else
+		xps_request(w->skb, 0);
+}
+
+/*
+ * The walk's handling of the request kinds the services treat alike:
+ * INVALIDATE, HARMLESS, INCOMPLETE and MALFORMED.  Returns what a bpf_loop
+ * callback returns (1: the walk is over); w->off moves past the request
+ * when it goes on.
+ */
+static __always_inline long xps_kv_walk_common(struct xps_kv_walk *w, int kind)
+{
+	struct xps_kv_req *req = &w->sc->req;
+
+	switch (kind) {
+	case XPS_REQ_INVALIDATE:
+		xps_kv_invalidate(w);
+		w->serve = 0;
+		break;
+	case XPS_REQ_HARMLESS:
+		w->serve = 0;
+		break;
+	case XPS_REQ_INCOMPLETE:
+		/*
+		 * The request continues in the next segment.  A write whose
+		 * keys are not all known yet invalidates everything; the rest
+		 * of a request of known length is passed unparsed.
+		 */
+		w->serve = 0;
+		if (req->hint != XPS_REQ_SERVE && req->hint != XPS_REQ_HARMLESS) {
+			req->flags |= XPS_F_ALL;
+			xps_kv_invalidate(w);
+		}
+		if (w->cs && req->req_len && w->len == w->seg_len &&
+		    !(req->flags & XPS_F_TOO_BIG)) {
+			w->cs->skip = w->off + req->req_len - w->len;
+			xps_kv_count(w);
+		} else if (w->len == w->seg_len) {
+			/* its head runs past the segment: the next
+			 * request's start is unknown
+			 */
+			if (w->cs)
+				w->cs->flags |= w->conn_no_serve;
+			xps_requests_lost(w->skb);
+		}
+		/* else: past the scratch copy, the count walk counts it */
+		w->done = 1;
+		return 1;
+	default:	/* MALFORMED: boundaries lost */
+		xps_requests_lost(w->skb);
+		req->flags |= XPS_F_ALL;
+		xps_kv_invalidate(w);
+		if (w->cs)
+			w->cs->flags |= w->conn_no_serve;
+		w->serve = 0;
+		w->done = 1;
+		return 1;
+	}
+	w->off += req->req_len;
+	return 0;
+}
+
+/*
+ * The rest of a connection's request an earlier segment started: 1 when
+ * the whole segment is that rest (pass it, nothing starts here).
+ */
+static __always_inline int xps_kv_skip(struct xps_kv_walk *w)
+{
+	if (!w->cs || !w->cs->skip)
+		return 0;
+	if (w->cs->skip >= w->seg_len) {
+		w->cs->skip -= w->seg_len;
+		xps_requests_none(w->skb);
+		return 1;
+	}
+	w->off = w->cs->skip;
+	w->cs->skip = 0;
+	w->serve = 0;
+	return 0;
+}
+
+/*
+ * After the walk: requests it did not parse (more than it walks, or
+ * bytes past the scratch copy) may be writes, so they invalidate
+ * everything; @count_rest (XPS_KV_COUNT()) counts them.  Whether the
+ * segment may still be answered is left in w->serve.
+ */
+#define xps_kv_walk_end(w, count_rest, sc)				\
+	do {								\
+		/* the last iteration may have consumed the last request */ \
+		if ((w)->off >= (w)->len)				\
+			(w)->done = 1;					\
+		if (!(w)->done || (w)->len < (w)->seg_len) {		\
+			if (!(w)->done || (w)->off < (w)->seg_len) {	\
+				xps_note_write((w)->skb);		\
+				__sync_fetch_and_add((w)->cgen, 1);	\
+				if (xps_requests_counted((w)->skb))	\
+					count_rest((w)->skb, sc, (w)->cs, \
+						   (w)->off, (w)->seg_len); \
+				if (!xps_requests_counted((w)->skb) &&	\
+				    (w)->cs)				\
+					(w)->cs->flags |= (w)->conn_no_serve; \
+			}						\
+			(w)->serve = 0;					\
+		}							\
+	} while (0)
+
+#endif /* __XPS_KVCACHE_BPF_H */
