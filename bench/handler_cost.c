@@ -11,14 +11,16 @@
  * handler, and their difference.  In a 1-vCPU guest under QEMU
  * -icount shift=0 one ns is one instruction.
  *
- *   handler_cost [-v] [-x] [-b BACKEND] [-n REPEAT] [-r ROUNDS] [BPF_DIR]
+ *   handler_cost [-v] [-x] [-b BACKEND] [-n REPEAT] [-r ROUNDS] [-s NAME]
+ *                [BPF_DIR]
  *
  * BPF_DIR holds the handler objects (default .output/bpf); the entry
  * programs are handler_cost.bpf.o beside the tool.
  *
  * The reply is checked byte for byte: a handler that stopped answering
  * would otherwise look cheap (-x skips the check, for handlers trimmed by
- * hand to see what a part costs).  -b 2 only loads the handlers as the
+ * hand to see what a part costs).  -s measures only the handler NAME
+ * (redis, memcached, http), for a profile of one.  -b 2 only loads the handlers as the
  * stock TCP backend would (enum xps_backend), for their verifier counts.
  */
 #include <errno.h>
@@ -286,6 +288,7 @@ static int kv_fill(struct loaded *l, const char *key, const char *val)
 		return -1;
 	v.len = VALUE_LEN;
 	memcpy(v.v, val, VALUE_LEN);
+	xps_kv_value_seal(&v);
 	h = xps_kv_hkey_of(&v.key);
 	return bpf_map_update_elem(data, &h, &v, BPF_ANY);
 }
@@ -415,14 +418,14 @@ static int measure(const struct service *s, const char *dir,
 
 int main(int argc, char **argv)
 {
-	const char *dir = ".output/bpf";
+	const char *dir = ".output/bpf", *only = NULL;
 	char entry[4096], *slash;
 	__u32 repeat = 1000000;
 	int rounds = 3, opt, err = 0;
 	ssize_t n;
 	size_t i;
 
-	while ((opt = getopt(argc, argv, "b:n:r:vx")) != -1) {
+	while ((opt = getopt(argc, argv, "b:n:r:s:vx")) != -1) {
 		switch (opt) {
 		case 'n':
 			repeat = strtoul(optarg, NULL, 0);
@@ -438,6 +441,9 @@ int main(int argc, char **argv)
 			break;
 		case 'x':
 			unchecked = 1;
+			break;
+		case 's':
+			only = optarg;
 			break;
 		default:
 			goto usage;
@@ -459,13 +465,23 @@ int main(int argc, char **argv)
 		return 1;
 	libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
 	printf("%u runs, best of %d rounds\n", repeat, rounds);
-	for (i = 0; i < sizeof(services) / sizeof(services[0]); i++)
+	for (i = 0; i < sizeof(services) / sizeof(services[0]); i++) {
+		if (only && strcmp(only, services[i].name))
+			continue;
 		if (measure(&services[i], dir, entry, repeat, rounds))
 			err = 1;
+		if (only)
+			break;
+	}
+	if (only && i == sizeof(services) / sizeof(services[0])) {
+		fprintf(stderr, "%s: no handler '%s' (redis, memcached, http)\n",
+			argv[0], only);
+		err = 2;
+	}
 	free(vlog);
 	return err;
 usage:
-	fprintf(stderr, "usage: %s [-v] [-x] [-b BACKEND] [-n REPEAT] [-r ROUNDS] [BPF_DIR]\n",
+	fprintf(stderr, "usage: %s [-v] [-x] [-b BACKEND] [-n REPEAT] [-r ROUNDS] [-s NAME] [BPF_DIR]\n",
 		argv[0]);
 	return 2;
 }

@@ -22,9 +22,29 @@ struct xps_stage_chunk {
 };
 
 /*
+ * One 8-byte load or store at any byte offset of a map value.  Written
+ * as *(__u64 *)&x->b[i], clang takes the alignment of the byte array (1)
+ * and splits the access into eight byte loads or stores and the shifts to
+ * join them, several times the instructions.  Through a void pointer it
+ * emits one 8-byte access; the verifier allows unaligned access to map
+ * values where the machine does it efficiently (x86-64, arm64), and never
+ * to the stack, so these are for map values only.
+ */
+static __always_inline __u64 xps_ld64(const void *p)
+{
+	return *(const volatile __u64 *)p;
+}
+
+static __always_inline void xps_st64(void *p, __u64 v)
+{
+	*(__u64 *)p = v;
+}
+
+/*
  * Copy @n (<= XPS_STAGE_CHUNK) bytes of @src to @dst at @at, if they fit
  * (at + n <= XPS_STAGE_SIZE).  0 or -1.  Eight bytes per step (unaligned
- * stores: @at is any offset), then the last n % 8 one by one.  The index
+ * stores: @at is any offset; @dst and @src are map values), then the last
+ * n % 8 one by one.  The index
  * masks and the "idx > XPS_STAGE_SIZE - 8" test only reassure the
  * verifier; the fit check makes them no-ops.
  */
@@ -43,7 +63,7 @@ int xps_stage_copy(struct xps_stage *dst, __u32 at,
 		idx = (at + i) & (XPS_STAGE_SIZE - 1);
 		if (idx > XPS_STAGE_SIZE - 8)
 			return -1;
-		*(__u64 *)&dst->b[idx] = *(const __u64 *)&src->b[i];
+		xps_st64(&dst->b[idx], xps_ld64(&src->b[i]));
 	}
 	for (j = 0; j < 8; j++) {
 		if (i + j >= n)
