@@ -38,6 +38,8 @@ bool is_prefix(const char *arg, const char *full);
 int next_arg(int *argc, char ***argv, const char *opt, const char **val);
 int parse_u32(const char *s, const char *what, __u32 max, __u32 *out);
 int lib_err(const char *what, int err);
+/* Print a usage text on stdout; refused in JSON mode. */
+int print_usage(const char *text);
 
 /* "tcp"/"udp" of a predicate key */
 const char *proto_name(__u8 proto);

@@ -624,7 +624,7 @@ static const char stop_usage[] =
 "  xpsctl service stop redis\n";
 
 static const char list_usage[] =
-"Usage: xpsctl [-j|-p] service list\n"
+"Usage: xpsctl service list\n"
 "\n"
 "The services: name, kind (as the service was started, stored with its\n"
 "contexts), port, daemon pid, log and state:\n"
@@ -638,7 +638,7 @@ static const char list_usage[] =
 "Contexts made with 'xpsctl handler' are not services and are not listed.\n"
 "\n"
 "Example:\n"
-"  xpsctl -p service list\n";
+"  xpsctl -p service list     (-j, -p: JSON)\n";
 
 static int do_help(int argc, char **argv);
 

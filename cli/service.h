@@ -4,9 +4,11 @@
  * the table of service.c.  A kind's entry says everything xpsctl knows of
  * it (handler, daemon, options and their help, what to set up, how to
  * tell its health); its code lives in cli/services/KIND.c.  A new kind is
- * a new file there, its entry in svc_kinds[] and its paragraph in
- * docs/xpsctl.8: usage, option parsing, "service list", "service stop"
- * and the bash completion follow from the entry.
+ * a new file there, its entry in svc_kinds[], its paragraph in
+ * docs/xpsctl.8 and its line in contrib/bash-completion/xpsctl (which
+ * tests/integration/test_xpsctl.py compares with the usage): option
+ * parsing, the usage, "service list" and "service stop" follow from the
+ * entry.
  */
 #ifndef __XPSCTL_SERVICE_H
 #define __XPSCTL_SERVICE_H
