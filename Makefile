@@ -46,7 +46,7 @@ BPF_HDRS := $(wildcard bpf/*.bpf.h bpf/*.h bpf/proto/*.h) $(wildcard include/xps
 LIB_SRCS := $(wildcard libxps/*.c)
 LIB_OBJS := $(patsubst libxps/%.c,$(OUTPUT)/libxps/%.o,$(LIB_SRCS))
 LIB_PIC_OBJS := $(patsubst libxps/%.c,$(OUTPUT)/libxps/pic/%.o,$(LIB_SRCS))
-CLI_SRCS := $(wildcard cli/*.c)
+CLI_SRCS := $(wildcard cli/*.c cli/services/*.c)
 CLI_OBJS := $(patsubst cli/%.c,$(OUTPUT)/cli/%.o,$(CLI_SRCS))
 
 LIBXPS_A := $(OUTPUT)/libxps.a

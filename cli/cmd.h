@@ -7,13 +7,20 @@
 #include <linux/types.h>
 #include "libxps.h"
 
+/*
+ * The label of the contexts "xpsctl handler" makes: they are not services
+ * (whose labels service.h describes), and "service list" says so.
+ */
+#define XPSCTL_LABEL_HANDLER "handler"
+
 #define XPS_CTX_OPTS(var, nm)						\
 	struct xps_context_opts var = {					\
-		.sz = sizeof(struct xps_context_opts), .name = (nm) }
+		.sz = sizeof(struct xps_context_opts), .name = (nm),	\
+		.label = XPSCTL_LABEL_HANDLER }
 #define XPS_CTX_OPTS_SHARE(var, nm, sh)					\
 	struct xps_context_opts var = {					\
 		.sz = sizeof(struct xps_context_opts), .name = (nm),	\
-		.share = (sh) }
+		.share = (sh), .label = XPSCTL_LABEL_HANDLER }
 
 /* the command prints -o prometheus output (an object: one of its commands) */
 #define CMD_PROMETHEUS	(1u << 0)
@@ -31,6 +38,8 @@ bool is_prefix(const char *arg, const char *full);
 int next_arg(int *argc, char ***argv, const char *opt, const char **val);
 int parse_u32(const char *s, const char *what, __u32 max, __u32 *out);
 int lib_err(const char *what, int err);
+/* Print a usage text on stdout; refused in JSON mode. */
+int print_usage(const char *text);
 
 /* "tcp"/"udp" of a predicate key */
 const char *proto_name(__u8 proto);

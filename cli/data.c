@@ -275,18 +275,45 @@ out:
 	return ret;
 }
 
+static const char usage[] =
+"Usage: xpsctl data put|update|set NAME KEY VALUE\n"
+"       xpsctl data get|del NAME KEY\n"
+"       xpsctl data dump NAME\n"
+"       xpsctl data load NAME FILE|-\n"
+"\n"
+"The data map of context NAME: the values its handler serves.\n"
+"\n"
+"Commands:\n"
+"  put        insert KEY (fails if it exists)\n"
+"  update     replace KEY's value (fails if it does not exist)\n"
+"  set        insert or replace\n"
+"  get        KEY's value\n"
+"  del        remove KEY (also: delete)\n"
+"  dump       every key and value\n"
+"  load       insert or replace one KEY VALUE per line of FILE (-: standard\n"
+"             input; the value is the rest of the line; blank lines and\n"
+"             lines starting with # are skipped); stops at the first error,\n"
+"             naming the line\n"
+"\n"
+"KEY and VALUE are converted using the map's BTF: a char array takes a\n"
+"string, an integer a number, a struct of a len field and a char array a\n"
+"string; any layout takes hex:BYTES.\n"
+"\n"
+"Options:\n"
+"  -h, --help          this text\n"
+"\n"
+"Example:\n"
+"  xpsctl data put cache alpha \"value of alpha\"\n"
+"  xpsctl -j data get cache alpha\n"
+"  printf 'k1 v1\\nk2 v2\\n' | xpsctl data load cache -\n"
+"\n"
+"See xpsctl(8).\n";
+
 static int do_help(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	fprintf(stderr,
-"Usage: xpsctl data put|update|set NAME KEY VALUE\n"
-"       xpsctl data get|del NAME KEY\n"
-"       xpsctl data dump NAME\n"
-"       xpsctl data load NAME FILE|-      (KEY VALUE per line)\n"
-"KEY and VALUE are strings for text fields, numbers for integer fields, or\n"
-"hex:<bytes> for any layout (see xpsctl(8)).\n");
-	return out_format == OUT_JSON ? 1 : 0;
+	return print_usage(usage);
 }
 
 int do_data(int argc, char **argv)

@@ -354,19 +354,62 @@ static int do_update(int argc, char **argv)
 	return report_created(ctx);
 }
 
+static const char usage[] =
+"Usage: xpsctl handler attach OBJ --port N [--proto tcp|udp] [--addr A]\n"
+"                             [--raddr A] [--rport N] [--name NAME]\n"
+"                             [--share CTX]\n"
+"       xpsctl handler attach OBJ --parent COMP --value V [--name NAME]\n"
+"       xpsctl handler comp --port N --offset O --len L [--proto tcp|udp]\n"
+"                           [--addr A] [--raddr A] [--rport N] [--name NAME]\n"
+"       xpsctl handler detach NAME\n"
+"       xpsctl handler update NAME OBJ\n"
+"       xpsctl handler list\n"
+"\n"
+"Contexts: a handler (the SEC(\"xps\") program of the BPF object OBJ) run in\n"
+"the kernel's receive path for the flows a predicate selects.  When several\n"
+"contexts match a flow, the most specific one runs; a context of the same\n"
+"specificity that could match the same flows is refused.\n"
+"\n"
+"Commands:\n"
+"  attach     a context for the flows to local port N (TCP unless --proto\n"
+"             udp), or a sub-context of the composability context COMP for\n"
+"             the messages whose value is V (a string, or hex:BYTES)\n"
+"  comp       a composability context: the L (1 to 8) payload bytes at\n"
+"             offset O select a sub-context; other messages are passed\n"
+"  detach     remove the context, its sub-contexts and every trace of them\n"
+"  update     replace the handler atomically; the data map is kept when\n"
+"             OBJ declares one of the same layout\n"
+"  list       the contexts, their predicate, backend and object\n"
+"\n"
+"Options:\n"
+"  --port N            the local port (required)\n"
+"  --proto tcp|udp     the protocol (default: tcp)\n"
+"  --addr A            only this local address (IPv4 or IPv6)\n"
+"  --raddr A           only this client address\n"
+"  --rport N           only this client port\n"
+"  --name NAME         the context's name, up to 31 of [A-Za-z0-9._-]\n"
+"                      (default: the object's name and the port)\n"
+"  --share CTX         use the data map and the other per-context maps of the\n"
+"                      context CTX, whose handler declares them alike\n"
+"  --parent COMP       attach a sub-context of COMP\n"
+"  --value V           the value that selects it\n"
+"  --offset O, --len L the bytes that select a sub-context\n"
+"  -h, --help          this text\n"
+"\n"
+"Example:\n"
+"  xpsctl handler attach kv.bpf.o --port 7000 --name cache\n"
+"  xpsctl handler comp --port 7001 --offset 0 --len 1 --name mux\n"
+"  xpsctl handler attach echo.bpf.o --parent mux --value e\n"
+"  xpsctl handler update cache kv.bpf.o\n"
+"  xpsctl handler detach mux\n"
+"\n"
+"See xpsctl(8).\n";
+
 static int do_help(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	fprintf(stderr,
-"Usage: xpsctl handler attach OBJ.bpf.o --port N [--proto tcp|udp] [--addr A]\n"
-"                             [--raddr A] [--rport N] [--name NAME] [--share CTX]\n"
-"       xpsctl handler attach OBJ.bpf.o --parent COMP --value V [--name NAME]\n"
-"       xpsctl handler comp --port N --offset O --len L [--proto P] [--addr A] [--name NAME]\n"
-"       xpsctl handler detach NAME\n"
-"       xpsctl handler update NAME OBJ.bpf.o\n"
-"       xpsctl handler list\n");
-	return out_format == OUT_JSON ? 1 : 0;
+	return print_usage(usage);
 }
 
 int do_handler(int argc, char **argv)

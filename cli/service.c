@@ -2,42 +2,55 @@
 /*
  * xpsctl service: one command per accelerated server.
  *
- *   xpsctl service redis --port N [--name NAME] [--redis HOST:PORT]
- *   xpsctl service memcached --port N [--udp] [--name NAME] [--memcached HOST:PORT]
- *   xpsctl service http --port N [--block METHOD=STATUS]... [--name NAME]
- *   xpsctl service redis-cluster --port N [--bus-port M] [--max-age MS]
- *                                [--name NAME]
+ *   xpsctl service KIND --port N [OPTIONS]
  *   xpsctl service stop NAME
  *   xpsctl service list
+ *   xpsctl service help [KIND]
  *
  * A service is a context plus, where its cache must follow the server, a
- * daemon (pid file and log under /run/xps/).
+ * daemon (supervise.h).  The kinds are the table svc_kinds[] (service.h):
+ * options, usage, list and stop work from it.  Every context a service
+ * creates is labelled (libxps's xps_context_opts.label) with its kind, so
+ * that "service list" need not guess.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-#include <netdb.h>
-#include <poll.h>
 #include <netinet/in.h>
-
-#include <arpa/inet.h>
-#include <sys/socket.h>
-#include <bpf/bpf.h>
 
 #include "cmd.h"
 #include "out.h"
-#include <xps/http_filter.h>
-#include <xps/redis_cluster.h>
+#include "service.h"
+#include "supervise.h"
 
-#define RUN_DIR "/run/xps"
+/* In this order: "xpsctl service r" is redis, as the prefix rules say. */
+static const struct svc_kind *const svc_kinds[] = {
+	&svc_redis,
+	&svc_redis_cluster,
+	&svc_memcached,
+	&svc_http,
+	NULL,
+};
+
+#define USAGE_WIDTH 76
+/* where an option's help starts, unless its name is longer */
+#define OPT_HELP_COL 22
+/* a space the usage is not wrapped at: one option's name and value */
+#define NBSP '\x1f'
+
+static const struct svc_kind *kind_by_name(const char *name)
+{
+	const struct svc_kind *const *k;
+
+	for (k = svc_kinds; *k; k++)
+		if (!strcmp((*k)->name, name))
+			return *k;
+	return NULL;
+}
+
+/* ---- the kinds' files --------------------------------------------------- */
 
 /* Directory of this executable: handler objects and daemons sit beside it
  * in the build tree (.output/) and under PREFIX when installed. */
@@ -95,750 +108,125 @@ static int find_daemon(const char *name, char *out, size_t sz)
 	return -1;
 }
 
-static void run_path(char *buf, size_t sz, const char *name, const char *ext)
+/* ---- what the kinds share ------------------------------------------------- */
+
+void svc_ctx_opts(const struct svc_setup *s, struct xps_context_opts *opts,
+		  char *label, size_t label_sz, const char *name,
+		  const char *share, bool main)
 {
-	snprintf(buf, sz, RUN_DIR "/%s.%s", name, ext);
+	if (main)
+		snprintf(label, label_sz, SVC_LABEL_PREFIX "%s", s->kind->name);
+	else
+		snprintf(label, label_sz, SVC_LABEL_PREFIX "%s:%s",
+			 s->kind->name, s->name);
+	memset(opts, 0, sizeof(*opts));
+	opts->sz = sizeof(*opts);
+	opts->name = name;
+	opts->share = share;
+	opts->label = label;
 }
 
-static pid_t read_pid(const char *name)
-{
-	char path[PATH_MAX];
-	FILE *f;
-	long pid = 0;
-
-	run_path(path, sizeof(path), name, "pid");
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%ld", &pid) != 1)
-		pid = 0;
-	fclose(f);
-	return pid > 0 && !kill(pid, 0) ? (pid_t)pid : 0;
-}
-
-/* Start @argv detached, logging to RUN_DIR/NAME.log; returns its pid. */
-static pid_t spawn_daemon(const char *name, char *const argv[])
-{
-	char log[PATH_MAX], pidf[PATH_MAX];
-	int fd, st, pfd[2];
-	pid_t pid;
-	FILE *f;
-
-	if (mkdir(RUN_DIR, 0755) && errno != EEXIST) {
-		p_err("cannot create " RUN_DIR ": %s", strerror(errno));
-		return -1;
-	}
-	run_path(log, sizeof(log), name, "log");
-	run_path(pidf, sizeof(pidf), name, "pid");
-	if (pipe(pfd))
-		return -1;
-	pid = fork();
-	if (pid < 0) {
-		close(pfd[0]);
-		close(pfd[1]);
-		return -1;
-	}
-	if (!pid) {
-		/* double fork: the daemon is not our child */
-		close(pfd[0]);
-		if (setsid() < 0 || (pid = fork()) < 0)
-			_exit(1);
-		if (pid) {
-			if (write(pfd[1], &pid, sizeof(pid)) != sizeof(pid))
-				_exit(1);
-			_exit(0);
-		}
-		close(pfd[1]);
-		fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-		if (fd >= 0) {
-			dup2(fd, STDOUT_FILENO);
-			dup2(fd, STDERR_FILENO);
-		}
-		fd = open("/dev/null", O_RDONLY);
-		if (fd >= 0)
-			dup2(fd, STDIN_FILENO);
-		/*
-		 * Nothing else of the caller's: a daemon that kept its fds
-		 * would hold its locks (flock(1)) and keep its pipes from
-		 * ever reaching EOF for as long as the service runs.
-		 */
-		if (close_range(3, ~0u, 0))
-			for (fd = 3; fd < sysconf(_SC_OPEN_MAX); fd++)
-				close(fd);
-		execv(argv[0], argv);
-		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(pfd[1]);
-	if (read(pfd[0], &pid, sizeof(pid)) != sizeof(pid))
-		pid = -1;
-	close(pfd[0]);
-	waitpid(-1, &st, 0);
-	if (pid > 0) {
-		f = fopen(pidf, "w");
-		if (f) {
-			fprintf(f, "%d\n", pid);
-			fclose(f);
-		}
-	}
-	return pid;
-}
-
-struct svc_opts {
-	__u32 port;
-	bool udp;
-	const char *name;
-	const char *redis;
-	const char *memcached;
-	const char *blocks[16];
-	int nblocks;
-};
-
-static int parse_svc(int argc, char **argv, struct svc_opts *o, bool http)
-{
-	const char *v;
-
-	memset(o, 0, sizeof(*o));
-	while (argc > 0) {
-		if (!strcmp(argv[0], "--port") || !strcmp(argv[0], "port")) {
-			if (next_arg(&argc, &argv, "--port", &v) ||
-			    parse_u32(v, "--port", 65535, &o->port))
-				return -1;
-		} else if (!strcmp(argv[0], "--name") || !strcmp(argv[0], "name")) {
-			if (next_arg(&argc, &argv, "--name", &o->name))
-				return -1;
-		} else if (!http && !strcmp(argv[0], "--udp")) {
-			o->udp = true;
-			argc--;
-			argv++;
-		} else if (!http && !strcmp(argv[0], "--redis")) {
-			if (next_arg(&argc, &argv, "--redis", &o->redis))
-				return -1;
-		} else if (!http && !strcmp(argv[0], "--memcached")) {
-			if (next_arg(&argc, &argv, "--memcached", &o->memcached))
-				return -1;
-		} else if (http && !strcmp(argv[0], "--block")) {
-			if (next_arg(&argc, &argv, "--block", &v))
-				return -1;
-			if (o->nblocks == 16) {
-				p_err("--block: at most 16 methods");
-				return -1;
-			}
-			o->blocks[o->nblocks++] = v;
-		} else {
-			p_err("unknown option '%s'", argv[0]);
-			return -1;
-		}
-	}
-	if (!o->port) {
-		p_err("--port is required");
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * Where the server listening on TCP @port can be reached from here:
- * "127.0.0.1:PORT" when it listens on every address, else the address it
- * is bound to (the first one found in /proc/net/tcp, then tcp6).  -1 when
- * nothing listens on the port.
- */
-static int server_addr(__u32 port, char *buf, size_t n)
-{
-	static const char *const files[] = { "/proc/net/tcp", "/proc/net/tcp6" };
-	char line[512], addr[64], txt[INET6_ADDRSTRLEN];
-	unsigned int lport, st, i, w[4];
-	FILE *f;
-
-	for (i = 0; i < 2; i++) {
-		f = fopen(files[i], "r");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f)) {
-			if (sscanf(line, " %*u: %63[0-9A-Fa-f]:%x %*s %x", addr,
-				   &lport, &st) != 3 ||
-			    lport != port || st != 0x0A /* TCP_LISTEN */)
-				continue;
-			fclose(f);
-			if (!i) {
-				struct in_addr a;
-
-				sscanf(addr, "%8x", &w[0]);
-				a.s_addr = w[0];
-				if (!a.s_addr)
-					snprintf(buf, n, "127.0.0.1:%u", port);
-				else
-					snprintf(buf, n, "%s:%u",
-						 inet_ntoa(a), port);
-				return 0;
-			} else {
-				struct in6_addr a;
-
-				sscanf(addr, "%8x%8x%8x%8x", &w[0], &w[1],
-				       &w[2], &w[3]);
-				memcpy(&a, w, sizeof(a));
-				if (IN6_IS_ADDR_UNSPECIFIED(&a))
-					snprintf(buf, n, "127.0.0.1:%u", port);
-				else
-					snprintf(buf, n, "[%s]:%u",
-						 inet_ntop(AF_INET6, &a, txt,
-							   sizeof(txt)), port);
-				return 0;
-			}
-		}
-		fclose(f);
-	}
-	return -1;
-}
-
-/*
- * The filler must reach the server where it really listens: find it (or
- * take @given), and connect once, so that a service that could accelerate
- * nothing fails here with the reason instead of quietly passing every
- * request.
- */
-static int server_reachable(const char *what, const char *option,
-			    const char *given, __u32 port, char *buf, size_t n)
-{
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
-	char host[256], sport[16];
-	const char *colon;
-	int fd = -1, err, ok = 0;
-	struct pollfd pfd;
-	socklen_t len;
-
-	if (given) {
-		snprintf(buf, n, "%s", given);
-	} else if (server_addr(port, buf, n)) {
-		p_err("nothing listens on TCP port %u: start %s first, or give %s HOST:PORT",
-		      port, what, option);
-		return -1;
-	}
-	colon = strrchr(buf, ':');
-	if (!colon || colon == buf) {
-		p_err("%s: expected HOST:PORT, got '%s'", option, buf);
-		return -1;
-	}
-	snprintf(host, sizeof(host), "%.*s", (int)(colon - buf), buf);
-	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-		memmove(host, host + 1, strlen(host));
-		host[strlen(host) - 1] = '\0';
-	}
-	snprintf(sport, sizeof(sport), "%s", colon + 1);
-	err = getaddrinfo(host, sport, &hints, &res);
-	if (err) {
-		p_err("%s at %s: %s", what, buf, gai_strerror(err));
-		return -1;
-	}
-	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && (!connect(fd, res->ai_addr, res->ai_addrlen) ||
-			errno == EINPROGRESS)) {
-		pfd.fd = fd;
-		pfd.events = POLLOUT;
-		len = sizeof(err);
-		err = ETIMEDOUT;
-		if (poll(&pfd, 1, 2000) == 1)
-			getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-		ok = !err;
-		errno = err;
-	}
-	if (!ok)
-		p_err("cannot reach %s at %s: %s (is it listening there? %s HOST:PORT says where)",
-		      what, buf, strerror(errno), option);
-	if (fd >= 0)
-		close(fd);
-	freeaddrinfo(res);
-	return ok ? 0 : -1;
-}
-
-static struct xps_context *attach_proto(const char *objname, __u8 proto,
-					__u32 port, const char *name,
-					const char *share)
+struct xps_context *svc_attach(const struct svc_setup *s, __u8 proto,
+			       __u32 port, const char *name, const char *share,
+			       bool main)
 {
 	struct xps_predicate p = { .proto = proto, .lport = port };
-	XPS_CTX_OPTS_SHARE(opts, name, share);
+	struct xps_context_opts opts;
+	char label[XPS_LABEL_LEN];
 	struct xps_context *ctx;
-	char obj[PATH_MAX];
 
-	if (find_object(objname, obj, sizeof(obj)))
-		return NULL;
-	ctx = xps_create_context_pred(obj, &p, &opts);
+	svc_ctx_opts(s, &opts, label, sizeof(label), name, share, main);
+	ctx = xps_create_context_pred(s->obj, &p, &opts);
 	if (!ctx)
 		lib_err("service", -errno);
 	return ctx;
 }
 
-/*
- * The service's state as its daemon reports it (RUN_DIR/NAME.state:
- * running, degraded or restarting, and why), "dead" when the daemon is
- * gone, "running" for services without a daemon.
- */
-static void service_state(const char *name, const char *kind, pid_t pid,
-			  char *buf, size_t n)
+void svc_print(const struct svc_kind *k, const char *shown, const char *name,
+	       const char *owner, __u32 port, pid_t pid)
 {
-	char path[PATH_MAX], line[400] = "";
-	FILE *f;
+	char log[PATH_MAX], state[512];
 
-	if (!strcmp(kind, "http")) {
-		snprintf(buf, n, "running");
-		return;
-	}
-	run_path(path, sizeof(path), name, "state");
-	f = fopen(path, "r");
-	if (f) {
-		if (!fgets(line, sizeof(line), f))
-			line[0] = '\0';
-		fclose(f);
-		line[strcspn(line, "\n")] = '\0';
-	}
-	if (pid <= 0)
-		snprintf(buf, n, "dead: the daemon is not running%s%s",
-			 line[0] ? "; it last said: " : "", line);
+	if (!owner)
+		owner = name;
+	if (k->health)
+		k->health(owner, pid, state, sizeof(state));
+	else if (k->daemon)
+		supervise_state(owner, pid, state, sizeof(state));
 	else
-		snprintf(buf, n, "%s", line[0] ? line : "starting");
-}
-
-static void print_service(const char *name, const char *kind, __u32 port,
-			  pid_t pid)
-{
-	char log[PATH_MAX], state[512], base[XPS_NAME_LEN];
-	size_t len = strlen(name);
-
-	/* memcached's UDP companion shares the TCP context's daemon */
-	snprintf(base, sizeof(base), "%s", name);
-	if (!strcmp(kind, "memcached-udp") && len > 4)
-		base[len - 4] = '\0';
-	service_state(base, kind, pid, state, sizeof(state));
+		snprintf(state, sizeof(state), "running");
 	out_begin_object(NULL);
 	out_str("name", name);
-	out_str("service", kind);
+	out_str("service", shown ? shown : k->name);
 	out_u64("port", port);
 	out_str("state", state);
 	out_u64("daemon_pid", pid > 0 ? pid : 0);
 	if (pid > 0) {
-		run_path(log, sizeof(log), name, "log");
+		supervise_path(log, sizeof(log), owner, "log");
 		out_str("log", log);
 	}
 	out_end_object();
 }
 
-static int do_redis(int argc, char **argv)
+/* The label of context @name: "" when it has none. */
+static int ctx_label(const char *name, char *buf, size_t sz)
 {
-	char daemon[PATH_MAX], name[XPS_NAME_LEN], redis[300];
-	struct svc_opts o;
-	struct xps_context *ctx;
-	pid_t pid;
+	struct xps_context *ctx = xps_context__open(name);
+	int err;
 
-	if (parse_svc(argc, argv, &o, false))
-		return 1;
-	snprintf(name, sizeof(name), "%s", o.name ? o.name : "redis");
-	if (server_reachable("Redis", "--redis", o.redis, o.port, redis,
-			     sizeof(redis)))
-		return 1;
-	if (find_daemon("xps-redisd", daemon, sizeof(daemon)))
-		return 1;
-	ctx = attach_proto("redis", IPPROTO_TCP, o.port, name, NULL);
+	buf[0] = '\0';
 	if (!ctx)
-		return 1;
-	{
-		char *const args[] = { daemon, "--context", name, "--redis",
-				       redis, NULL };
-
-		pid = spawn_daemon(name, args);
-	}
-	if (pid <= 0) {
-		p_err("cannot start xps-redisd");
-		xps_delete_context(ctx);
-		return 1;
-	}
+		return -errno;
+	err = xps_context__label(ctx, buf, sz);
 	xps_context__close(ctx);
-	print_service(name, "redis", o.port, pid);
-	return 0;
+	return err;
 }
 
 /*
- * Run "@argv --check" and turn its complaint (stderr, first line) into
- * ours: bad configuration is reported before anything is created.
+ * "svc:KIND" or "svc:KIND:OWNER" into @kind and @owner ("" for a main
+ * context); -1 for a label that is not a service's.
  */
-static int daemon_check(char *const argv[])
+static int parse_label(const char *label, char *kind, size_t ksz,
+		       char *owner, size_t osz)
 {
-	char msg[512] = "";
-	int pfd[2], st = 0;
-	ssize_t n, got = 0;
-	pid_t pid;
+	const char *k, *colon;
 
-	if (pipe(pfd))
+	if (strncmp(label, SVC_LABEL_PREFIX, strlen(SVC_LABEL_PREFIX)))
 		return -1;
-	pid = fork();
-	if (pid < 0) {
-		close(pfd[0]);
-		close(pfd[1]);
-		return -1;
-	}
-	if (!pid) {
-		close(pfd[0]);
-		dup2(pfd[1], STDERR_FILENO);
-		dup2(pfd[1], STDOUT_FILENO);
-		execv(argv[0], argv);
-		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(pfd[1]);
-	while (got < (ssize_t)sizeof(msg) - 1 &&
-	       (n = read(pfd[0], msg + got, sizeof(msg) - 1 - got)) > 0)
-		got += n;
-	close(pfd[0]);
-	msg[got] = '\0';
-	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
-		/* the last line says why (earlier ones are log lines) */
-		while (got > 0 && msg[got - 1] == '\n')
-			msg[--got] = '\0';
-		p_err("%s", strrchr(msg, '\n') ? strrchr(msg, '\n') + 1 :
-			    msg[0] ? msg : "the node failed the check");
-		return -1;
-	}
+	k = label + strlen(SVC_LABEL_PREFIX);
+	colon = strchr(k, ':');
+	snprintf(kind, ksz, "%.*s", colon ? (int)(colon - k) : (int)strlen(k), k);
+	snprintf(owner, osz, "%s", colon ? colon + 1 : "");
+	return kind[0] ? 0 : -1;
+}
+
+struct owned {
+	const char *owner;
+	char names[XPS_MAX_SLOTS][XPS_NAME_LEN];
+	int n;
+};
+
+static int collect_owned(const struct xps_ctx_info *info, __u32 slot,
+			 void *data)
+{
+	char label[XPS_LABEL_LEN], kind[XPS_LABEL_LEN], owner[XPS_LABEL_LEN];
+	struct owned *o = data;
+
+	(void)slot;
+	if (info->flags & XPS_SLOT_SUB)	/* they go with their parent */
+		return 0;
+	if (ctx_label(info->name, label, sizeof(label)) ||
+	    parse_label(label, kind, sizeof(kind), owner, sizeof(owner)) ||
+	    strcmp(owner, o->owner) || o->n == XPS_MAX_SLOTS)
+		return 0;
+	snprintf(o->names[o->n++], XPS_NAME_LEN, "%s", info->name);
 	return 0;
 }
 
-/*
- * Redis Cluster bus PINGs answered from the kernel: a comp context on the
- * bus port selects by the message type (offset 12, 2 bytes); type 0 (PING)
- * runs redis_cluster.bpf.o in the sub-context NAME-ping, whose PONG
- * template xps-clusterd keeps fresh (docs/coherence.md).
- */
-static int do_redis_cluster(int argc, char **argv)
+static int delete_ctx(const char *name)
 {
-	char daemon[PATH_MAX], obj[PATH_MAX], name[XPS_NAME_LEN];
-	char sub[XPS_NAME_LEN], redis[64], bus[16], age[16];
-	__u32 port = 0, bus_port = 0, max_age = 0;
-	const char *v, *oname = NULL;
-	__u8 ping[XPS_COMP_MAX_LEN] = { 0, 0 };	/* CLUSTERMSG_TYPE_PING, be16 */
-	struct xps_predicate p = { .proto = IPPROTO_TCP };
-	struct xps_context *comp, *ctx;
-	char *args[14];
-	int n = 0;
-	unsigned int t;
-	pid_t pid;
+	struct xps_context *ctx = open_ctx(name);
 
-	while (argc > 0) {
-		if (!strcmp(argv[0], "--port")) {
-			if (next_arg(&argc, &argv, "--port", &v) ||
-			    parse_u32(v, "--port", 65535, &port))
-				return 1;
-		} else if (!strcmp(argv[0], "--bus-port")) {
-			if (next_arg(&argc, &argv, "--bus-port", &v) ||
-			    parse_u32(v, "--bus-port", 65535, &bus_port))
-				return 1;
-		} else if (!strcmp(argv[0], "--max-age")) {
-			if (next_arg(&argc, &argv, "--max-age", &v) ||
-			    parse_u32(v, "--max-age", 3600000, &max_age))
-				return 1;
-		} else if (!strcmp(argv[0], "--name")) {
-			if (next_arg(&argc, &argv, "--name", &oname))
-				return 1;
-		} else {
-			p_err("unknown option '%s'", argv[0]);
-			return 1;
-		}
-	}
-	if (!port) {
-		p_err("--port is required (the node's client port)");
-		return 1;
-	}
-	if (!bus_port && port + 10000 > 65535) {
-		p_err("--port %u: the bus port would be above 65535; give --bus-port",
-		      port);
-		return 1;
-	}
-	if (oname && strlen(oname) > XPS_NAME_LEN - 6) {
-		p_err("--name: at most %d characters", XPS_NAME_LEN - 6);
-		return 1;
-	}
-	snprintf(name, sizeof(name), "%s", oname ? oname : "redis-cluster");
-	snprintf(sub, sizeof(sub), "%.26s-ping", name);
-	snprintf(redis, sizeof(redis), "127.0.0.1:%u", port);
-	snprintf(bus, sizeof(bus), "%u", bus_port ? bus_port : port + 10000);
-	snprintf(age, sizeof(age), "%u", max_age);
-	if (find_daemon("xps-clusterd", daemon, sizeof(daemon)) ||
-	    find_object("redis_cluster", obj, sizeof(obj)))
-		return 1;
-	args[n++] = daemon;
-	args[n++] = "--context";
-	args[n++] = sub;
-	args[n++] = "--redis";
-	args[n++] = redis;
-	args[n++] = "--bus-port";
-	args[n++] = bus;
-	if (max_age) {
-		args[n++] = "--max-age";
-		args[n++] = age;
-	}
-	args[n++] = "--check";
-	args[n] = NULL;
-	if (daemon_check(args))
-		return 1;
-	args[--n] = NULL;	/* the same, without --check */
-
-	p.lport = bus_port ? bus_port : port + 10000;
-	{
-		XPS_CTX_OPTS(opts, name);
-
-		comp = xps_create_compcontext_pred(&p, CLUSTER_OFF_TYPE, 2, &opts);
-	}
-	if (!comp)
-		return lib_err("service redis-cluster", -errno);
-	{
-		XPS_CTX_OPTS(opts, sub);
-
-		ctx = xps_create_subcontext_opts(comp, obj, ping, &opts);
-	}
-	if (!ctx) {
-		lib_err("service redis-cluster", -errno);
-		xps_delete_context(comp);
-		return 1;
-	}
-	xps_context__close(ctx);
-	/*
-	 * Every other message type through the same handler, on the PING
-	 * context's maps: it answers none of them, but counts the ones the
-	 * node answers on the link (MEET, MFSTART), so that the link keeps
-	 * its count (docs/ordering.md); unmatched types would lose it.
-	 */
-	for (t = CLUSTERMSG_TYPE_PING + 1; t <= 10; t++) {
-		__u8 val[XPS_COMP_MAX_LEN] = { 0, (__u8)t };
-		char tname[XPS_NAME_LEN];
-		XPS_CTX_OPTS_SHARE(opts, tname, sub);
-
-		snprintf(tname, sizeof(tname), "%.22s-t%u", name, t);
-		ctx = xps_create_subcontext_opts(comp, obj, val, &opts);
-		if (!ctx) {
-			lib_err("service redis-cluster", -errno);
-			xps_delete_context(comp);
-			return 1;
-		}
-		xps_context__close(ctx);
-	}
-	pid = spawn_daemon(name, args);
-	if (pid <= 0) {
-		p_err("cannot start xps-clusterd");
-		xps_delete_context(comp);	/* and its sub-context */
-		return 1;
-	}
-	xps_context__close(comp);
-	print_service(name, "redis-cluster", p.lport, pid);
-	return 0;
-}
-
-/*
- * memcached over TCP, and with --udp over UDP too: the UDP context
- * (NAME-udp) shares the TCP one's cache, versions and miss queue, so a
- * write on either invalidates both and one filler serves both.
- */
-static int do_memcached(int argc, char **argv)
-{
-	char daemon[PATH_MAX], name[XPS_NAME_LEN], uname[XPS_NAME_LEN];
-	char server[300];
-	struct xps_context *ctx, *uctx = NULL;
-	struct svc_opts o;
-	pid_t pid;
-
-	if (parse_svc(argc, argv, &o, false))
-		return 1;
-	snprintf(name, sizeof(name), "%s", o.name ? o.name : "memcached");
-	snprintf(uname, sizeof(uname), "%.27s-udp", name);
-	if (server_reachable("memcached", "--memcached", o.memcached, o.port,
-			     server, sizeof(server)))
-		return 1;
-	if (find_daemon("xps-memcachedd", daemon, sizeof(daemon)))
-		return 1;
-	ctx = attach_proto("memcached", IPPROTO_TCP, o.port, name, NULL);
-	if (!ctx)
-		return 1;
-	if (o.udp) {
-		uctx = attach_proto("memcached", IPPROTO_UDP, o.port, uname, name);
-		if (!uctx) {
-			xps_delete_context(ctx);
-			return 1;
-		}
-	}
-	{
-		char *const args[] = { daemon, "--context", name, "--server",
-				       server, NULL };
-
-		pid = spawn_daemon(name, args);
-	}
-	if (pid <= 0) {
-		p_err("cannot start xps-memcachedd");
-		xps_delete_context(ctx);
-		if (uctx)
-			xps_delete_context(uctx);
-		return 1;
-	}
-	xps_context__close(ctx);
-	out_begin_array(NULL);
-	print_service(name, "memcached", o.port, pid);
-	if (uctx) {
-		xps_context__close(uctx);
-		print_service(uname, "memcached-udp", o.port, pid);
-	}
-	out_end_array();
-	return 0;
-}
-
-/* "POST=405": the method and the status the handler answers it with. */
-static int parse_block(const char *s, char *method, size_t msz, __u32 *status)
-{
-	const char *eq = strchr(s, '=');
-	size_t n = eq ? (size_t)(eq - s) : 0;
-
-	if (!eq || !n || n >= msz || parse_u32(eq + 1, "--block", 999, status) ||
-	    (*status != 403 && *status != 404 && *status != 405 &&
-	     *status != 429 && *status != 444)) {
-		p_err("--block: expected METHOD=STATUS with STATUS 403, 404, 405, 429 or 444 (reset), got '%s'",
-		      s);
-		return -1;
-	}
-	memcpy(method, s, n);
-	method[n] = '\0';
-	return 0;
-}
-
-/*
- * The Server header nginx sends on this port (HEAD / over HTTP/1.0), so
- * that the handler's answers carry the same; "nginx" when it cannot tell.
- */
-static void learn_server(__u32 port, struct http_state *st)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct timeval tv = { 2, 0 };
-	char buf[2048], *p, *e;
-	ssize_t n, got = 0;
-	int fd;
-
-	memcpy(st->server, "nginx", 5);
-	st->server_len = 5;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    write(fd, "HEAD / HTTP/1.0\r\n\r\n", 19) != 19)
-		goto out;
-	while (got < (ssize_t)sizeof(buf) - 1 &&
-	       (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
-		got += n;
-	buf[got] = '\0';
-	p = strstr(buf, "\r\nServer: ");
-	if (!p)
-		goto out;
-	p += 10;
-	e = strstr(p, "\r\n");
-	if (e && e > p && e - p <= HTTP_SERVER_MAX) {
-		memcpy(st->server, p, e - p);
-		st->server_len = e - p;
-	}
-out:
-	close(fd);
-}
-
-static int set_http_state(const char *name, __u32 port)
-{
-	struct http_state st = {};
-	struct xps_context *ctx;
-	struct timespec tai, utc;
-	__u32 zero = 0;
-	int fd, err;
-
-	learn_server(port, &st);
-	clock_gettime(CLOCK_TAI, &tai);
-	clock_gettime(CLOCK_REALTIME, &utc);
-	st.tai_minus_utc_ns = (tai.tv_sec - utc.tv_sec) * 1000000000ll +
-			      (tai.tv_nsec - utc.tv_nsec);
-	/* round to whole seconds: the offset is an integer number of them */
-	st.tai_minus_utc_ns = (st.tai_minus_utc_ns + 500000000ll) /
-			      1000000000ll * 1000000000ll;
-	ctx = xps_context__open(name);
-	fd = ctx ? xps_context__map_fd(ctx, XPS_CTX_MAP_STATE) : -errno;
-	xps_context__close(ctx);
-	if (fd < 0) {
-		lib_err("the handler's state", fd);
-		return -1;
-	}
-	err = bpf_map_update_elem(fd, &zero, &st, BPF_ANY);
-	close(fd);
-	if (err) {
-		p_err("cannot set the handler's state: %s", strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-static int do_http(int argc, char **argv)
-{
-	char name[XPS_NAME_LEN], method[16];
-	struct svc_opts o;
-	struct xps_context *ctx;
-	__u32 ks, vs, status;
-	int i;
-
-	if (parse_svc(argc, argv, &o, true))
-		return 1;
-	if (!o.nblocks)
-		o.blocks[o.nblocks++] = "POST=405";
-	snprintf(name, sizeof(name), "%s", o.name ? o.name : "http");
-	for (i = 0; i < o.nblocks; i++)
-		if (parse_block(o.blocks[i], method, sizeof(method), &status))
-			return 1;
-	ctx = attach_proto("http_filter", IPPROTO_TCP, o.port, name, NULL);
-	if (!ctx)
-		return 1;
-	if (set_http_state(name, o.port)) {
-		xps_delete_context(ctx);
-		return 1;
-	}
-	if (xps_data_sizes(ctx, &ks, &vs) || ks != sizeof(struct http_method_key) ||
-	    vs != sizeof(struct http_action)) {
-		p_err("the http_filter object has an unexpected data map");
-		xps_delete_context(ctx);
-		return 1;
-	}
-	for (i = 0; i < o.nblocks; i++) {
-		struct http_method_key key = {};
-		struct http_action val = {};
-
-		parse_block(o.blocks[i], key.m, sizeof(key.m), &status);
-		val.status = status;
-		if (xps_set_data(ctx, &key, &val)) {
-			lib_err("service http", -errno);
-			xps_delete_context(ctx);
-			return 1;
-		}
-	}
-	xps_context__close(ctx);
-	print_service(name, "http", o.port, 0);
-	return 0;
-}
-
-/* Stop one service's daemon and remove its context. */
-static int stop_one(const char *name)
-{
-	struct xps_context *ctx;
-	char path[PATH_MAX];
-	pid_t pid;
-	int i;
-
-	pid = read_pid(name);
-	if (pid > 0) {
-		kill(pid, SIGTERM);
-		for (i = 0; i < 50 && !kill(pid, 0); i++)
-			usleep(100000);
-		if (!kill(pid, 0))
-			kill(pid, SIGKILL);
-	}
-	run_path(path, sizeof(path), name, "pid");
-	unlink(path);
-	ctx = open_ctx(name);
 	if (!ctx)
 		return 1;
 	if (xps_delete_context(ctx))
@@ -846,72 +234,260 @@ static int stop_one(const char *name)
 	return 0;
 }
 
-static int do_stop(int argc, char **argv)
+int svc_remove(const char *name)
+{
+	struct owned *o;
+	int i, err;
+
+	err = delete_ctx(name);
+	if (err)
+		return err;
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		p_err("out of memory");
+		return 1;
+	}
+	o->owner = name;
+	xps_for_each_context(collect_owned, o);
+	for (i = 0; i < o->n && !err; i++)
+		err = delete_ctx(o->names[i]);
+	free(o);
+	return err;
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+static int parse_opts(const struct svc_kind *k, int argc, char **argv,
+		      void *args)
+{
+	const struct svc_opt *o;
+	struct svc_list *list;
+	const char *v;
+
+	while (argc > 0) {
+		for (o = k->opts; o->name; o++)
+			if (!strcmp(argv[0], o->name) ||
+			    (o->alias && !strcmp(argv[0], o->alias)))
+				break;
+		if (!o->name) {
+			p_err("unknown option '%s'", argv[0]);
+			return -1;
+		}
+		if (o->type == SVC_OPT_FLAG) {
+			*(bool *)((char *)args + o->off) = true;
+			argc--;
+			argv++;
+			continue;
+		}
+		if (next_arg(&argc, &argv, o->name, &v))
+			return -1;
+		switch (o->type) {
+		case SVC_OPT_U32:
+			if (parse_u32(v, o->name, o->max,
+				      (__u32 *)((char *)args + o->off)))
+				return -1;
+			break;
+		case SVC_OPT_STR:
+			*(const char **)((char *)args + o->off) = v;
+			break;
+		case SVC_OPT_LIST:
+			list = (struct svc_list *)((char *)args + o->off);
+			if (list->n == SVC_LIST_MAX) {
+				p_err("%s: at most %d", o->name, SVC_LIST_MAX);
+				return -1;
+			}
+			list->v[list->n++] = v;
+			break;
+		case SVC_OPT_FLAG:
+			break;
+		}
+	}
+	/* a required option is a number: 0 is "not given" (a port) */
+	for (o = k->opts; o->name; o++)
+		if (o->required && o->type == SVC_OPT_U32 &&
+		    !*(__u32 *)((char *)args + o->off)) {
+			p_err("%s is required", o->name);
+			return -1;
+		}
+	return 0;
+}
+
+/* xpsctl service KIND ...: set up the contexts, then start the daemon. */
+static int start_service(const struct svc_kind *k, int argc, char **argv)
+{
+	struct svc_setup *s;
+	const struct svc_args *common;
+	void *args;
+	pid_t pid = 0;
+	int ret = 1;
+
+	s = calloc(1, sizeof(*s));
+	args = calloc(1, k->args_size);
+	if (!s || !args) {
+		p_err("out of memory");
+		goto out;
+	}
+	if (parse_opts(k, argc, argv, args))
+		goto out;
+	common = args;
+	s->kind = k;
+	s->args = args;
+	snprintf(s->name, sizeof(s->name), "%s",
+		 common->name ? common->name : k->name);
+	if (find_object(k->handler, s->obj, sizeof(s->obj)) ||
+	    (k->daemon && find_daemon(k->daemon, s->daemon, sizeof(s->daemon))))
+		goto out;
+	if (k->setup(s))
+		goto out;
+	if (k->daemon) {
+		pid = supervise_start(s->name, s->argv);
+		if (pid <= 0) {
+			p_err("cannot start %s", k->daemon);
+			if (k->teardown)
+				k->teardown(s->name);
+			else
+				svc_remove(s->name);
+			goto out;
+		}
+	}
+	if (k->report)
+		k->report(s, pid);
+	else
+		svc_print(k, NULL, s->name, NULL, s->port, pid);
+	ret = 0;
+out:
+	free(args);
+	free(s);
+	return ret;
+}
+
+/* ---- stop ------------------------------------------------------------------ */
+
+/*
+ * The contexts of old services carry no label: the companions they may
+ * have had (memcached's NAME-udp) are known by name only.
+ */
+static int stop_unlabelled(const char *name)
 {
 	char uname[XPS_NAME_LEN];
 	struct xps_context *u;
+
+	if (delete_ctx(name))
+		return 1;
+	snprintf(uname, sizeof(uname), "%.27s-udp", name);
+	u = xps_context__open(uname);
+	if (!u)
+		return 0;
+	xps_context__close(u);
+	return delete_ctx(uname);
+}
+
+static int do_stop(int argc, char **argv)
+{
+	char label[XPS_LABEL_LEN], kind[XPS_LABEL_LEN], owner[XPS_LABEL_LEN];
+	const struct svc_kind *k = NULL;
+	int err;
 
 	if (argc != 1) {
 		p_err("usage: xpsctl service stop NAME");
 		return 1;
 	}
-	if (stop_one(argv[0]))
+	if (!ctx_label(argv[0], label, sizeof(label)) &&
+	    !parse_label(label, kind, sizeof(kind), owner, sizeof(owner)))
+		k = kind_by_name(kind);
+	supervise_stop(argv[0]);
+	if (!k)
+		err = stop_unlabelled(argv[0]);
+	else if (k->teardown)
+		err = k->teardown(argv[0]);
+	else
+		err = svc_remove(argv[0]);
+	if (err)
 		return 1;
-	/* memcached --udp made a companion context */
-	snprintf(uname, sizeof(uname), "%.27s-udp", argv[0]);
-	u = xps_context__open(uname);
-	if (u) {
-		xps_context__close(u);
-		if (stop_one(uname))
-			return 1;
-	}
 	out_begin_object(NULL);
 	out_str("stopped", argv[0]);
 	out_end_object();
 	return 0;
 }
 
-static int list_one(const struct xps_ctx_info *info, __u32 slot, void *data)
+/* ---- list ------------------------------------------------------------------ */
+
+/*
+ * A context without a label: made by an xpsctl from before services were
+ * labelled (or by another program through libxps).  Its kind is guessed
+ * as those versions did, from its handler's file name and, for the
+ * contexts a service adds beside its own, from the suffix of their names.
+ */
+static void list_guessed(const struct xps_ctx_info *info)
 {
 	const char *base = strrchr(info->obj_path, '/');
-	char kind[XPS_OBJ_PATH_LEN];
+	const struct svc_kind *const *kp, *k = NULL;
+	char stem[XPS_OBJ_PATH_LEN], svc[XPS_NAME_LEN];
+	size_t n = strlen(info->name);
+
+	snprintf(stem, sizeof(stem), "%s", base ? base + 1 : info->obj_path);
+	if (strchr(stem, '.'))
+		*strchr(stem, '.') = '\0';
+	for (kp = svc_kinds; *kp; kp++)
+		if (!strcmp((*kp)->handler, stem))
+			k = *kp;
+	if (!k)
+		return;
+	snprintf(svc, sizeof(svc), "%s", info->name);
+	if (k == &svc_redis_cluster) {
+		/* the service is the comp context NAME, this is NAME-ping;
+		 * NAME-tN: the other message types of the same service */
+		if (n <= 5 || strcmp(svc + n - 5, "-ping"))
+			return;
+		svc[n - 5] = '\0';
+		svc_print(k, NULL, svc, NULL, info->pred.lport,
+			  supervise_pid(svc));
+	} else if (k == &svc_memcached && info->pred.proto == IPPROTO_UDP) {
+		/* NAME-udp: the companion of NAME, served by its daemon */
+		if (n > 4 && !strcmp(svc + n - 4, "-udp"))
+			svc[n - 4] = '\0';
+		svc_print(k, "memcached-udp", info->name, svc,
+			  info->pred.lport, supervise_pid(svc));
+	} else {
+		svc_print(k, NULL, info->name, NULL, info->pred.lport,
+			  supervise_pid(info->name));
+	}
+}
+
+static int list_one(const struct xps_ctx_info *info, __u32 slot, void *data)
+{
+	char label[XPS_LABEL_LEN], kind[XPS_LABEL_LEN], owner[XPS_LABEL_LEN];
+	char shown[XPS_LABEL_LEN + 8];
+	const struct svc_kind *k;
 
 	(void)slot;
 	(void)data;
-	snprintf(kind, sizeof(kind), "%s", base ? base + 1 : info->obj_path);
-	if (strchr(kind, '.'))
-		*strchr(kind, '.') = '\0';
-	if (!strcmp(kind, "redis_cluster")) {
-		/* the service is the comp context NAME, this is NAME-ping */
-		char svc[XPS_NAME_LEN];
-		size_t n = strlen(info->name);
-
-		snprintf(svc, sizeof(svc), "%s", info->name);
-		/* NAME-tN: the other message types of the same service */
-		if (n <= 5 || strcmp(svc + n - 5, "-ping"))
-			return 0;
-		svc[n - 5] = '\0';
-		print_service(svc, "redis-cluster", info->pred.lport,
-			      read_pid(svc));
+	if (ctx_label(info->name, label, sizeof(label)))
+		return 0;	/* gone since the walk began */
+	if (!label[0]) {
+		list_guessed(info);
 		return 0;
 	}
-	if (strcmp(kind, "redis") && strcmp(kind, "http_filter") &&
-	    strcmp(kind, "memcached"))
+	/* another program's, or part of a service listed by its parent */
+	if (parse_label(label, kind, sizeof(kind), owner, sizeof(owner)) ||
+	    (info->flags & XPS_SLOT_SUB))
 		return 0;
-	if (!strcmp(kind, "memcached") && info->pred.proto == IPPROTO_UDP) {
-		/* NAME-udp: the companion of NAME, served by its daemon */
-		char base[XPS_NAME_LEN];
-		size_t n = strlen(info->name);
-
-		snprintf(base, sizeof(base), "%s", info->name);
-		if (n > 4 && !strcmp(base + n - 4, "-udp"))
-			base[n - 4] = '\0';
-		print_service(info->name, "memcached-udp", info->pred.lport,
-			      read_pid(base));
+	k = kind_by_name(kind);
+	if (!k) {
+		p_err("context '%s' is of a service kind this xpsctl does not know: '%s'",
+		      info->name, kind);
 		return 0;
 	}
-	print_service(info->name, !strcmp(kind, "http_filter") ? "http" : kind,
-		      info->pred.lport, read_pid(info->name));
+	if (!owner[0]) {
+		svc_print(k, NULL, info->name, NULL, info->pred.lport,
+			  supervise_pid(info->name));
+		return 0;
+	}
+	/* a context beside the service's own, on another protocol */
+	snprintf(shown, sizeof(shown), "%s-%s", k->name,
+		 proto_name(info->pred.proto));
+	svc_print(k, shown, info->name, owner, info->pred.lport,
+		  supervise_pid(owner));
 	return 0;
 }
 
@@ -930,173 +506,210 @@ static int do_list(int argc, char **argv)
 	return err < 0 ? lib_err("service list", err) : 0;
 }
 
-static const char svc_overview[] =
-"Usage: xpsctl service KIND --port N [OPTIONS]\n"
-"       xpsctl service stop NAME\n"
-"       xpsctl service list\n"
-"       xpsctl service help [KIND]\n"
-"\n"
-"Accelerate an unmodified server: a context running KIND's handler on the\n"
-"server's port plus, where the handler's cache must follow the server, a\n"
-"daemon (its pid, log and state in /run/xps/NAME.{pid,log,state}).\n"
-"\n"
-"Kinds:\n"
-"  redis          GETs of cached strings from the kernel (xps-redisd)\n"
-"  memcached      get/gets of cached items, TCP and UDP (xps-memcachedd)\n"
-"  http           blocked request methods answered as nginx would\n"
-"  redis-cluster  cluster bus PINGs answered with the node's PONG\n"
-"                 (xps-clusterd)\n"
-"\n"
-"Commands:\n"
-"  stop NAME      stop the daemon, remove the service's contexts\n"
-"  list           the services and their state\n"
-"\n"
-"'xpsctl service KIND --help' shows KIND's options; see also xpsctl(8).\n";
+/* ---- usage, from the table ------------------------------------------------ */
 
 /*
- * Usage, as complete as xpsctl(8): "xpsctl service help [KIND]" and
- * "xpsctl service KIND --help".  One entry per command of the table below.
+ * @text, wrapped at USAGE_WIDTH (never at NBSP); the first line continues
+ * a line at column @col, the others start at @indent.
  */
-static const struct svc_usage {
-	const char *cmd;
-	const char *text;
-} svc_usages[] = {
-	{ "redis",
-"Usage: xpsctl service redis --port N [--name NAME] [--redis HOST:PORT]\n"
-"\n"
-"Answer GETs of cached strings for the unmodified redis-server listening on\n"
-"TCP port N from the kernel.  The handler answers a segment only when every\n"
-"request in it is a GET of a cached string, and invalidates the keys of a\n"
-"write before the write reaches Redis; the daemon xps-redisd fetches the\n"
-"keys the handler missed and keeps the handler out while a write could\n"
-"bypass it (clients older than the service, a unix socket, a replica,\n"
-"eviction, a password).\n"
-"\n"
-"Options:\n"
-"  --port N            the server's TCP port (required)\n"
-"  --name NAME         the context's name (default: redis)\n"
-"  --redis HOST:PORT   where xps-redisd reaches the server (default: the\n"
-"                      address port N listens on, from /proc/net/tcp, or\n"
-"                      127.0.0.1 when it listens on all of them)\n"
-"  -h, --help          this text\n"
-"\n"
-"Nothing is created when nothing answers there.  Daemon: xps-redisd, its pid,\n"
-"log and state in /run/xps/NAME.{pid,log,state}.\n"
-"\n"
-"Example:\n"
-"  redis-server --port 6379 --save \"\" &\n"
-"  xpsctl service redis --port 6379\n" },
-	{ "redis-cluster",
-"Usage: xpsctl service redis-cluster --port N [--bus-port M] [--max-age MS]\n"
-"                                    [--name NAME]\n"
-"\n"
-"Answer the Redis Cluster bus PINGs of the node whose client port is N from\n"
-"the kernel, with the node's own PONG (gossip stripped).  A composability\n"
-"context NAME on the bus port selects by the message type; PINGs run\n"
-"redis_cluster.bpf.o in the sub-context NAME-ping, which answers only one\n"
-"whole well-formed PING from a node the server knows.  The daemon\n"
-"xps-clusterd refreshes the PONG every 100 ms; the kernel uses it only\n"
-"while it is younger than MS, so a stopped or hung node stops being\n"
-"answered for.\n"
-"\n"
-"Options:\n"
-"  --port N            the node's client port (required)\n"
-"  --bus-port M        its cluster bus port (default: N + 10000)\n"
-"  --max-age MS        the oldest PONG the kernel sends, in milliseconds\n"
-"                      (default: half of the node's cluster-node-timeout)\n"
-"  --name NAME         the context's name, at most 26 characters\n"
-"                      (default: redis-cluster)\n"
-"  -h, --help          this text\n"
-"\n"
-"The configuration (cluster mode, bus port, a PONG from the bus) is checked\n"
-"before anything is created.  Start the service before the bus links form:\n"
-"on the stock backend, links accepted earlier stay on the socket path.\n"
-"Daemon: xps-clusterd, its pid, log and state in /run/xps/NAME.{pid,log,state};\n"
-"PINGs answered: tx of 'xpsctl stats show NAME-ping'.\n"
-"\n"
-"Example:\n"
-"  xpsctl service redis-cluster --port 7001 --max-age 1000\n" },
-	{ "memcached",
-"Usage: xpsctl service memcached --port N [--udp] [--name NAME]\n"
-"                                [--memcached HOST:PORT]\n"
-"\n"
-"Answer get and gets of cached items (1 to 8 keys) for the unmodified\n"
-"memcached listening on TCP port N from the kernel.  Writes invalidate\n"
-"their keys before they reach the server; the daemon xps-memcachedd fetches\n"
-"the keys the handler missed (items without an expiry time).\n"
-"\n"
-"Options:\n"
-"  --port N                the server's port (required)\n"
-"  --udp                   also on UDP port N, in the context NAME-udp; it\n"
-"                          shares NAME's cache, and one daemon serves both\n"
-"  --name NAME             the context's name (default: memcached)\n"
-"  --memcached HOST:PORT   where xps-memcachedd reaches the server (default:\n"
-"                          the address port N listens on, from\n"
-"                          /proc/net/tcp, or 127.0.0.1 when it listens on\n"
-"                          all of them)\n"
-"  -h, --help              this text\n"
-"\n"
-"Nothing is created when nothing answers there.  Daemon: xps-memcachedd,\n"
-"its pid, log and state in /run/xps/NAME.{pid,log,state}.\n"
-"\n"
-"Example:\n"
-"  memcached -p 11211 -U 11211 -u nobody &\n"
-"  xpsctl service memcached --port 11211 --udp\n" },
-	{ "http",
-"Usage: xpsctl service http --port N [--block METHOD=STATUS]... [--name NAME]\n"
-"\n"
-"Answer requests with a blocked method for the unmodified nginx listening\n"
-"on TCP port N from the kernel, with the bytes nginx itself would send\n"
-"(its built-in error page, its Server header, learnt by a HEAD / to\n"
-"127.0.0.1:N).  Requests whose answer could depend on anything but the\n"
-"method, the HTTP version and Connection go to nginx.  No daemon.\n"
-"\n"
-"Options:\n"
-"  --port N               the server's TCP port (required)\n"
-"  --block METHOD=STATUS  answer METHOD with STATUS: 403, 404, 405, 429, or\n"
-"                         444 to reset the connection (default: POST=405;\n"
-"                         up to 16)\n"
-"  --name NAME            the context's name (default: http)\n"
-"  -h, --help             this text\n"
-"\n"
-"Example:\n"
-"  xpsctl service http --port 80 --block POST=405 --block PUT=444\n" },
-	{ "stop",
+static void print_wrapped(const char *text, int col, int indent)
+{
+	const char *w = text, *e;
+	bool first = true;
+	int len;
+
+	while (*w) {
+		e = strchr(w, ' ');
+		len = e ? (int)(e - w) : (int)strlen(w);
+		if (!first && col + 1 + len > USAGE_WIDTH) {
+			printf("\n%*s", indent, "");
+			col = indent;
+		} else if (!first) {
+			putchar(' ');
+			col++;
+		}
+		for (e = w; e < w + len; e++)
+			putchar(*e == NBSP ? ' ' : *e);
+		col += len;
+		first = false;
+		w += len;
+		while (*w == ' ')
+			w++;
+	}
+	putchar('\n');
+}
+
+static void kind_usage(const struct svc_kind *k)
+{
+	char synopsis[1024], opt[128];
+	const struct svc_opt *o;
+	int width = (int)strlen("  -h, --help"), indent, n = 0;
+	const char *line, *nl;
+
+	n = snprintf(synopsis, sizeof(synopsis), "Usage: xpsctl service %s",
+		     k->name);
+	indent = n + 1;
+	for (o = k->opts; o->name; o++) {
+		snprintf(opt, sizeof(opt), "%s%s%s%s%s%s",
+			 o->required ? "" : "[", o->name, o->arg ? "\x1f" : "",
+			 o->arg ? o->arg : "", o->required ? "" : "]",
+			 o->type == SVC_OPT_LIST ? "..." : "");
+		n += snprintf(synopsis + n, sizeof(synopsis) - n, " %s", opt);
+		snprintf(opt, sizeof(opt), "  %s%s%s", o->name,
+			 o->arg ? " " : "", o->arg ? o->arg : "");
+		if ((int)strlen(opt) > width)
+			width = strlen(opt);
+	}
+	print_wrapped(synopsis, 0, indent);
+	printf("\n%s\nOptions:\n", k->description);
+	width = width + 2 > OPT_HELP_COL ? width + 2 : OPT_HELP_COL;
+	for (o = k->opts; o->name; o++) {
+		n = printf("  %s%s%s", o->name, o->arg ? " " : "",
+			   o->arg ? o->arg : "");
+		printf("%*s", width - n, "");
+		print_wrapped(o->help, width, width);
+	}
+	printf("  -h, --help%*s", width - 12, "");
+	print_wrapped("this text", width, width);
+	if (k->notes)
+		printf("\n%s", k->notes);
+	printf("\nExample:\n");
+	for (line = k->example; *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		if (!nl)
+			nl = line + strlen(line) - 1;
+		printf("  %.*s\n", (int)(nl - line), line);
+	}
+}
+
+static void overview(void)
+{
+	const struct svc_kind *const *k;
+
+	printf("Usage: xpsctl service KIND --port N [OPTIONS]\n"
+	       "       xpsctl service stop NAME\n"
+	       "       xpsctl service list\n"
+	       "       xpsctl service help [KIND]\n"
+	       "\n"
+	       "Accelerate an unmodified server: a context running KIND's handler on the\n"
+	       "server's port plus, where the handler's cache must follow the server, a\n"
+	       "daemon (its pid, log and state in " SUPERVISE_RUN_DIR "/NAME.{pid,log,state}).\n"
+	       "\n"
+	       "Kinds:\n");
+	for (k = svc_kinds; *k; k++) {
+		printf("  %-13s  ", (*k)->name);
+		print_wrapped((*k)->summary, 17, 17);
+	}
+	printf("\n"
+	       "Commands:\n"
+	       "  stop NAME      stop the daemon, remove the service's contexts\n"
+	       "  list           the services and their state\n"
+	       "\n"
+	       "Examples:\n"
+	       "  xpsctl service redis --port 6379\n"
+	       "  xpsctl service list\n"
+	       "  xpsctl service stop redis\n"
+	       "\n"
+	       "'xpsctl service KIND --help' shows KIND's options; see also xpsctl(8).\n");
+}
+
+static const char stop_usage[] =
 "Usage: xpsctl service stop NAME\n"
 "\n"
 "Stop the service's daemon (SIGTERM, SIGKILL after 5 s) and remove its\n"
-"contexts: NAME, its sub-contexts and memcached's NAME-udp.\n" },
-	{ "help", svc_overview },
-	{ "list",
+"contexts: NAME, its sub-contexts and the ones it made beside NAME\n"
+"(memcached's NAME-udp).\n"
+"\n"
+"Example:\n"
+"  xpsctl service stop redis\n";
+
+static const char list_usage[] =
 "Usage: xpsctl service list\n"
 "\n"
-"The services: name, kind, port, daemon pid, log and state:\n"
+"The services: name, kind (as the service was started, stored with its\n"
+"contexts), port, daemon pid, log and state:\n"
 "  running              the kernel answers\n"
 "  degraded: WHY        the daemon keeps the handler out, for instance while\n"
 "                       connections older than the service exist\n"
 "  restarting: WHY      the daemon lost the server and reconnects, backing\n"
 "                       off; everything cached before is invalidated\n"
 "  dead                 the daemon is gone and the handler answers nothing:\n"
-"                       stop and start the service\n" },
-	{ NULL, NULL },
+"                       stop and start the service\n"
+"Contexts made with 'xpsctl handler' are not services and are not listed.\n"
+"\n"
+"Example:\n"
+"  xpsctl -p service list     (-j, -p: JSON)\n";
+
+static int do_help(int argc, char **argv);
+
+/* The commands; the kinds come first in the dispatch order (find()). */
+static const struct cmd svc_cmds[] = {
+	{ "stop", do_stop, 0 },
+	{ "list", do_list, 0 },
+	{ "help", do_help, 0 },
+	{ NULL, NULL, 0 },
 };
 
-/* Print the usage of @cmd, a full name of do_service()'s table. */
-static int svc_usage(const char *cmd)
+/* What @arg names by dispatch()'s rules, over the kinds then svc_cmds[]. */
+static void find(const char *arg, const struct svc_kind **kind,
+		 const struct cmd **cmd)
 {
-	const struct svc_usage *u;
+	const struct svc_kind *const *k;
+	const struct cmd *c;
+	int exact;
+
+	*kind = NULL;
+	*cmd = NULL;
+	for (exact = 1; exact >= 0; exact--) {
+		for (k = svc_kinds; *k; k++)
+			if (exact ? !strcmp(arg, (*k)->name) :
+				    is_prefix(arg, (*k)->name)) {
+				*kind = *k;
+				return;
+			}
+		for (c = svc_cmds; c->name; c++)
+			if (exact ? !strcmp(arg, c->name) :
+				    is_prefix(arg, c->name)) {
+				*cmd = c;
+				return;
+			}
+	}
+}
+
+/* The usage of what @arg names; 1 and nothing printed if nothing. */
+static int usage_of(const char *arg)
+{
+	const struct svc_kind *k;
+	const struct cmd *c;
 
 	if (out_format == OUT_JSON) {
 		p_err("help is not available in JSON mode");
 		return 1;
 	}
-	for (u = svc_usages; u->cmd; u++)
-		if (!strcmp(cmd, u->cmd)) {
-			fputs(u->text, stdout);
-			return 0;
-		}
-	p_err("service: no usage for '%s'", cmd);
-	return 1;
+	find(arg, &k, &c);
+	if (k)
+		kind_usage(k);
+	else if (c && c->fn == do_stop)
+		fputs(stop_usage, stdout);
+	else if (c && c->fn == do_list)
+		fputs(list_usage, stdout);
+	else if (c)
+		overview();
+	else {
+		p_err("service help: unknown command '%s' (try 'xpsctl service help')",
+		      arg);
+		return 1;
+	}
+	return 0;
+}
+
+static int do_help(int argc, char **argv)
+{
+	if (argc > 1) {
+		p_err("usage: xpsctl service help [KIND]");
+		return 1;
+	}
+	return usage_of(argc ? argv[0] : "help");
 }
 
 /* "-h" or "--help" anywhere: the usage instead of the command */
@@ -1110,47 +723,23 @@ static bool wants_help(int argc, char **argv)
 	return false;
 }
 
-static int do_help(int argc, char **argv);
-
-static const struct cmd svc_cmds[] = {
-	{ "redis", do_redis, 0 },
-	{ "redis-cluster", do_redis_cluster, 0 },
-	{ "memcached", do_memcached, 0 },
-	{ "http", do_http, 0 },
-	{ "stop", do_stop, 0 },
-	{ "list", do_list, 0 },
-	{ "help", do_help, 0 },
-	{ NULL, NULL, 0 },
-};
-
-static int do_help(int argc, char **argv)
+int do_service(int argc, char **argv)
 {
+	const struct svc_kind *k;
 	const struct cmd *c;
 
-	if (argc > 1) {
-		p_err("usage: xpsctl service help [KIND]");
-		return 1;
-	}
-	if (!argc)
-		return svc_usage("help");
-	c = find_cmd(svc_cmds, argv[0]);
-	if (!c) {
-		p_err("service help: unknown command '%s' (try 'xpsctl service help')",
+	if (argc < 1)
+		return do_help(0, NULL);
+	find(argv[0], &k, &c);
+	if (!k && !c) {
+		p_err("service: unknown command '%s' (try 'xpsctl service help')",
 		      argv[0]);
 		return 1;
 	}
-	return svc_usage(c->name);
-}
-
-int do_service(int argc, char **argv)
-{
-	const struct cmd *c;
-
 	/* "xpsctl service KIND ... --help": KIND's usage, nothing done */
-	if (argc > 1 && wants_help(argc - 1, argv + 1)) {
-		c = find_cmd(svc_cmds, argv[0]);
-		if (c)
-			return svc_usage(c->name);
-	}
-	return dispatch(svc_cmds, argc, argv, "service");
+	if (wants_help(argc - 1, argv + 1))
+		return usage_of(argv[0]);
+	if (k)
+		return start_service(k, argc - 1, argv + 1);
+	return c->fn(argc - 1, argv + 1);
 }

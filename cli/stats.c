@@ -303,16 +303,41 @@ static int do_reset_stats(int argc, char **argv)
 	return 0;
 }
 
+static const char usage[] =
+"Usage: xpsctl [-j|-p|-o prometheus] stats show [NAME]\n"
+"       xpsctl stats keys NAME [--top K]\n"
+"       xpsctl stats watch [NAME] [--count N]\n"
+"       xpsctl stats reset NAME\n"
+"\n"
+"The counters of each context (or of NAME): runs, and how each run ended:\n"
+"tx (answered from the kernel), drop, pass (to the server's socket) or\n"
+"reset; errors (runs where something went wrong); avg_ns and run_ns (time\n"
+"in the framework and the handler).\n"
+"\n"
+"Commands:\n"
+"  show       the counters once; with -o prometheus, in the Prometheus text\n"
+"             format for node-exporter's textfile collector\n"
+"  keys       accesses per data-map key, most accessed first\n"
+"  watch      show, once a second\n"
+"  reset      zero NAME's counters and key statistics\n"
+"\n"
+"Options:\n"
+"  --top K             keys: only the K most accessed\n"
+"  --count N           watch: N times, then stop (default: until interrupted)\n"
+"  -h, --help          this text\n"
+"\n"
+"Example:\n"
+"  xpsctl -j stats show cache\n"
+"  xpsctl stats keys cache --top 10\n"
+"  xpsctl -o prometheus stats show > xps.prom.tmp && mv xps.prom.tmp xps.prom\n"
+"\n"
+"See xpsctl(8).\n";
+
 static int do_help(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	fprintf(stderr,
-"Usage: xpsctl [-j|-o prometheus] stats show [NAME]\n"
-"       xpsctl stats keys NAME [--top K]\n"
-"       xpsctl stats watch [NAME] [--count N]\n"
-"       xpsctl stats reset NAME\n");
-	return out_format == OUT_JSON ? 1 : 0;
+	return print_usage(usage);
 }
 
 int do_stats(int argc, char **argv)

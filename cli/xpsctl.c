@@ -85,10 +85,33 @@ const struct cmd *find_cmd(const struct cmd *cmds, const char *arg)
 	return NULL;
 }
 
+int print_usage(const char *text)
+{
+	if (out_format == OUT_JSON) {
+		p_err("help is not available in JSON mode");
+		return 1;
+	}
+	fputs(text, stdout);
+	return 0;
+}
+
+static bool is_help(const char *arg)
+{
+	return !strcmp(arg, "-h") || !strcmp(arg, "--help");
+}
+
 int dispatch(const struct cmd *cmds, int argc, char **argv,
 	     const char *what)
 {
 	const struct cmd *c, *found;
+
+	/* "OBJECT --help" and "OBJECT COMMAND --help": the object's help */
+	if (strcmp(what, "xpsctl") &&
+	    ((argc > 0 && is_help(argv[0])) || (argc == 2 && is_help(argv[1])))) {
+		for (c = cmds; c->name; c++)
+			if (!strcmp(c->name, "help"))
+				return c->fn(0, NULL);
+	}
 
 	if (argc < 1) {
 		for (c = cmds; c->name; c++)
@@ -231,10 +254,7 @@ static void usage(FILE *f)
 "  xpsctl data put|update|set NAME KEY VALUE\n"
 "  xpsctl data get|del NAME KEY\n"
 "  xpsctl data dump NAME\n"
-"  xpsctl service redis --port N [--name NAME] [--redis HOST:PORT]\n"
-"  xpsctl service memcached --port N [--udp] [--name NAME] [--memcached HOST:PORT]\n"
-"  xpsctl service http --port N [--block METHOD=STATUS]... [--name NAME]\n"
-"  xpsctl service redis-cluster --port N [--bus-port M] [--max-age MS] [--name NAME]\n"
+"  xpsctl service KIND --port N [OPTIONS]   (KIND: see 'xpsctl service help')\n"
 "  xpsctl service stop NAME\n"
 "  xpsctl service list\n"
 "  xpsctl service help [KIND]      (or: xpsctl service KIND --help)\n"
@@ -245,6 +265,7 @@ static void usage(FILE *f)
 "             node-exporter's textfile format, for 'stats show')\n"
 "         -v, --verbose (twice: libbpf debug)  -V, --version  -h, --help\n"
 "Objects and commands may be abbreviated to any unique prefix.\n"
+"'xpsctl OBJECT help' (or 'xpsctl OBJECT --help') describes an object.\n"
 "XPS_BACKEND=native|stock chooses the backend of the first context.\n"
 "See xpsctl(8).\n");
 }

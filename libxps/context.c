@@ -4,7 +4,7 @@
  * table of sub-handlers), its data map and its counters.  A context lives
  * in a slot: the framework's per-slot maps hold what the data path needs,
  * xps_ctxinfo what the control plane needs, and /sys/fs/bpf/xps/ctx/<name>/
- * the handler program and its maps.
+ * the handler program, its maps and the application's label.
  */
 #include <ctype.h>
 #include <stddef.h>
@@ -272,6 +272,8 @@ static const struct {
 	{ "xps_versions", "versions" },	/* XPS_VERSION_MAP */
 };
 #define N_CTX_MAPS (sizeof(ctx_maps) / sizeof(ctx_maps[0]))
+/* the application's label (struct xps_context_opts), beside them */
+#define LABEL_PIN "label"
 enum { CM_DATA, CM_KEYSTATS };
 _Static_assert((int)XPS_CTX_MAP_DATA == (int)CM_DATA &&
 	       (int)XPS_CTX_MAP_KEYSTATS == (int)CM_KEYSTATS &&
@@ -559,11 +561,54 @@ static void unpin_handler(const char *name)
 		return;
 	snprintf(path, sizeof(path), "%s/prog", dir);
 	unlink(path);
+	snprintf(path, sizeof(path), "%s/" LABEL_PIN, dir);
+	unlink(path);
 	for (i = 0; i < N_CTX_MAPS; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, ctx_maps[i].pin);
 		unlink(path);
 	}
 	rmdir(dir);
+}
+
+/*
+ * The application's label: a one-entry array map of XPS_LABEL_LEN bytes
+ * pinned as ctx/<name>/label, created with the context and removed with
+ * its directory.  A map because bpffs holds nothing else; no program
+ * reads it.  Without a label, a pin left by an older libxps that could
+ * not remove the directory is removed, so that a new context never shows
+ * an old one's label.
+ */
+static int pin_label(const char *name, const char *label)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16], val[XPS_LABEL_LEN] = {};
+	__u32 zero = 0;
+	int fd, err;
+
+	err = ctx_dir(dir, sizeof(dir), name);
+	if (err)
+		return err;
+	snprintf(path, sizeof(path), "%s/" LABEL_PIN, dir);
+	unlink(path);
+	if (!label)
+		return 0;
+	if (mkdir(XPS_PIN_ROOT "/ctx", 0700) && errno != EEXIST)
+		return -errno;
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	snprintf(val, sizeof(val), "%s", label);
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "xps_label", sizeof(zero),
+			    sizeof(val), 1, NULL);
+	if (fd < 0) {
+		err = -errno;
+		pr_warn("cannot create the label map: %s\n", strerror(-err));
+		return err;
+	}
+	if (bpf_map_update_elem(fd, &zero, val, BPF_ANY))
+		err = -errno;
+	else
+		err = pin_fd(fd, dir, LABEL_PIN);
+	close(fd);
+	return err;
 }
 
 static struct xps_context *ctx_handle(const char *name, __u32 slot)
@@ -592,6 +637,7 @@ struct ctx_spec {
 	const char *share;		/* context whose maps to use */
 	const struct xps_predicate *pred; /* NULL for a sub-context */
 	const char *name;
+	const char *label;		/* NULL: none */
 	__u32 flags;
 	__u16 comp_offset;
 	__u8 comp_len;
@@ -673,6 +719,12 @@ static struct xps_context *ctx_create(const struct ctx_spec *s)
 		err = -EINVAL;
 		goto out;
 	}
+	if (s->label && strlen(s->label) >= XPS_LABEL_LEN) {
+		pr_warn("label of '%s' too long: at most %d bytes\n", info.name,
+			XPS_LABEL_LEN - 1);
+		err = -ENAMETOOLONG;
+		goto out;
+	}
 	if (find_by_name(&fw, info.name, NULL) >= 0) {
 		pr_warn("a context named '%s' exists already\n", info.name);
 		err = -EEXIST;
@@ -747,6 +799,10 @@ static struct xps_context *ctx_create(const struct ctx_spec *s)
 			snprintf(info.obj_path, sizeof(info.obj_path), "%s",
 				 s->obj);
 	}
+	err = pin_label(info.name, s->label);
+	pinned = true;
+	if (err)
+		goto out;
 
 	info.flags = s->flags | XPS_SLOT_ACTIVE;
 	info.parent = s->parent;
@@ -846,9 +902,9 @@ struct xps_context *xps_create_context_pred(const char *obj_file,
 	}
 	s.name = opts ? opts->name : NULL;
 	/* opts->share exists only in callers built against this version */
-	if (opts && opts->sz >= offsetof(struct xps_context_opts, share) +
-			       sizeof(opts->share))
+	if (OPTS_HAS(opts, share))
 		s.share = opts->share;
+	s.label = OPTS_HAS(opts, label) ? opts->label : NULL;
 	return ctx_create(&s);
 }
 
@@ -873,9 +929,12 @@ xps_create_compcontext_pred(const struct xps_predicate *pred, int offset,
 			XPS_COMP_MAX_LEN);
 		return libxps_err_ptr(-EINVAL);
 	}
+	if (opts && opts->sz < sizeof(size_t))
+		return libxps_err_ptr(-EINVAL);
 	s.comp_offset = offset;
 	s.comp_len = len;
 	s.name = opts ? opts->name : NULL;
+	s.label = OPTS_HAS(opts, label) ? opts->label : NULL;
 	return ctx_create(&s);
 }
 
@@ -897,7 +956,7 @@ xps_create_subcontext_opts(struct xps_context *comp, const char *obj_file,
 	struct xps_ctx_info parent;
 	__u64 v = 0;
 
-	if (!comp || !obj_file || !value)
+	if (!comp || !obj_file || !value || (opts && opts->sz < sizeof(size_t)))
 		return libxps_err_ptr(-EINVAL);
 	if (xps_context__info(comp, &parent))
 		return NULL;
@@ -925,6 +984,7 @@ xps_create_subcontext_opts(struct xps_context *comp, const char *obj_file,
 	s.parent = comp->slot;
 	s.value = v;
 	s.name = opts ? opts->name : NULL;
+	s.label = OPTS_HAS(opts, label) ? opts->label : NULL;
 	return ctx_create(&s);
 }
 
@@ -1005,6 +1065,36 @@ int xps_context__info(const struct xps_context *ctx, struct xps_ctx_info *info)
 	if (err == -ENOENT)
 		pr_warn("context '%s' no longer exists\n", ctx->name);
 	return err ? libxps_err(err) : 0;
+}
+
+int xps_context__label(const struct xps_context *ctx, char *buf, size_t sz)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16], val[XPS_LABEL_LEN];
+	__u32 zero = 0;
+	int fd, err;
+
+	if (!ctx || !buf || !sz)
+		return libxps_err(-EINVAL);
+	buf[0] = '\0';
+	err = ctx_dir(dir, sizeof(dir), ctx->name);
+	if (err)
+		return libxps_err(err);
+	snprintf(path, sizeof(path), "%s/" LABEL_PIN, dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : libxps_err(-errno);
+	err = bpf_map_lookup_elem(fd, &zero, val) ? -errno : 0;
+	close(fd);
+	if (err) {
+		pr_warn("cannot read the label of '%s': %s\n", ctx->name,
+			strerror(-err));
+		return libxps_err(err);
+	}
+	val[sizeof(val) - 1] = '\0';
+	if (strlen(val) >= sz)
+		return libxps_err(-ENOSPC);
+	memcpy(buf, val, strlen(val) + 1);
+	return 0;
 }
 
 int xps_context__data_fd(const struct xps_context *ctx)

@@ -60,6 +60,11 @@ LIBXPS_HIDDEN int native_attach_type(const char *name);
 /* context.c */
 LIBXPS_HIDDEN int ctx_dir(char *buf, size_t sz, const char *name);
 
+/* Whether the caller's opts (of its own size, opts->sz) has @field. */
+#define OPTS_HAS(opts, field)						\
+	((opts) && (opts)->sz >= offsetof(typeof(*(opts)), field) +	\
+				  sizeof((opts)->field))
+
 static inline int libxps_err(int err)
 {
 	errno = err < 0 ? -err : err;

@@ -67,9 +67,17 @@ struct xps_context_opts {
 	 * and UDP ports, so that a write on either invalidates both.
 	 */
 	const char *share;
+	/*
+	 * A short text (at most XPS_LABEL_LEN - 1 bytes) kept with the context
+	 * for the application that made it, read back by
+	 * xps_context__label(): e.g. xpsctl records which kind of service a
+	 * context belongs to.  libxps does not interpret it.
+	 */
+	const char *label;
 	size_t :0;
 };
-#define xps_context_opts__last_field share
+#define xps_context_opts__last_field label
+#define XPS_LABEL_LEN 64
 
 /* --- control (paper Table 3.2) -------------------------------------- */
 
@@ -103,6 +111,13 @@ LIBXPS_API void xps_context__close(struct xps_context *ctx);
 LIBXPS_API const char *xps_context__name(const struct xps_context *ctx);
 LIBXPS_API int xps_context__info(const struct xps_context *ctx,
 				 struct xps_ctx_info *info);
+/*
+ * The label the context was created with (struct xps_context_opts) into
+ * @buf of @sz bytes; "" for a context created without one (or by a libxps
+ * older than labels).  -ENOSPC when @sz cannot hold it.
+ */
+LIBXPS_API int xps_context__label(const struct xps_context *ctx, char *buf,
+				  size_t sz);
 /* fd of the context's data map (owned by @ctx), or -ENOENT. */
 LIBXPS_API int xps_context__data_fd(const struct xps_context *ctx);
 

@@ -114,6 +114,40 @@ int main(int argc, char **argv)
 	CHECK(!xps_context__info(ctx, &info) && info.pred.lport == 17250 &&
 	      info.pred.proto == IPPROTO_TCP, "predicate from getsockname");
 
+	printf("labels: kept with the context, none by default\n");
+	{
+		char label[XPS_LABEL_LEN], small[4], longer[XPS_LABEL_LEN + 1];
+		struct xps_predicate lp = { .proto = IPPROTO_TCP, .lport = 17252 };
+		struct xps_context_opts lo = { .sz = sizeof(lo), .name = "lbl",
+					       .label = "svc:test:owner" };
+		struct xps_context *l;
+
+		CHECK(!xps_context__label(ctx, label, sizeof(label)) && !label[0],
+		      "no label: '%s'", label);
+		l = xps_create_context_pred(obj_echo, &lp, &lo);
+		CHECK(l, "create with a label: %s", last_warn);
+		CHECK(l && !xps_context__label(l, label, sizeof(label)) &&
+		      !strcmp(label, "svc:test:owner"), "label '%s'", label);
+		CHECK(l && xps_context__label(l, small, sizeof(small)) == -ENOSPC,
+		      "a label larger than the buffer");
+		if (l)
+			CHECK(!xps_delete_context(l), "delete the labelled context");
+		memset(longer, 'x', sizeof(longer) - 1);
+		longer[sizeof(longer) - 1] = '\0';
+		lo.label = longer;
+		l = xps_create_context_pred(obj_echo, &lp, &lo);
+		CHECK(!l && errno == ENAMETOOLONG, "a label too long is refused");
+		if (l)
+			xps_delete_context(l);
+		/* the name reused without a label: no label left behind */
+		lo.label = NULL;
+		l = xps_create_context_pred(obj_echo, &lp, &lo);
+		CHECK(l && !xps_context__label(l, label, sizeof(label)) && !label[0],
+		      "the name reused: label '%s'", label);
+		if (l)
+			xps_delete_context(l);
+	}
+
 	printf("a second context on the same port is refused\n");
 	dup = xps_create_context(obj_echo, sock);
 	CHECK(!dup && errno == EEXIST, "duplicate: %p errno %d", (void *)dup, errno);

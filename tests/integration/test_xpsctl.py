@@ -268,10 +268,42 @@ def test_service_usage():
         eq(q.returncode, 0, cmd + " --help")
         if not q.stdout.startswith("Usage: xpsctl service " + cmd):
             raise AssertionError(q.stdout)
+    for o in ("handler", "stats", "data", "service"):
+        q = run(o, "help")
+        eq(q.returncode, 0, o + " help")
+        for part in ("Usage: xpsctl ", "\nExample"):
+            if part not in q.stdout:
+                raise AssertionError("%s help has no %r:\n%s" % (o, part, q.stdout))
     q = run("service", "help", "bogus")
     eq((q.returncode, q.stdout), (1, ""), "service help bogus")
     r = xpsctl("service", "redis", "--help", check=False)
     eq(r, {"error": "help is not available in JSON mode"}, "-j service redis --help")
+
+
+@test
+def test_service_list_reads_the_stored_kind():
+    """`service list` shows the kind a service was started as, stored with
+    its context: not a guess from the context's name or handler file."""
+    xpsctl("service", "http", "--port", P + 6, "--name", "foo")
+    # the same handler, attached by hand: a context, not a service
+    xpsctl("handler", "attach", obj("http_filter"), "--port", P + 7, "--name", "web")
+    try:
+        eq([(x["name"], x["service"], x["port"], x["state"])
+            for x in xpsctl("service", "list")],
+           [("foo", "http", P + 6, "running")], "service list")
+        # a context made before kinds were stored has no label pin: it is
+        # still listed, by the old guess from its handler's file name
+        label = "/sys/fs/bpf/xps/ctx/foo/label"
+        if not os.path.exists(label):
+            raise AssertionError("no label pinned for service foo")
+        os.unlink(label)
+        eq([(x["name"], x["service"]) for x in xpsctl("service", "list")],
+           [("foo", "http")], "service list of an unlabelled context")
+        xpsctl("service", "stop", "foo")
+        eq([c["name"] for c in xpsctl("handler", "list")], ["web"], "stop foo")
+    finally:
+        xpsctl("service", "stop", "foo", check=False)
+        xpsctl("handler", "detach", "web", check=False)
 
 
 # ---- bash completion -----------------------------------------------------
@@ -290,6 +322,13 @@ def complete(*words, cwd=ROOT):
     return [w for w in p.stdout.split("\n") if w]
 
 
+def service_kinds():
+    """The kinds `xpsctl service help` lists (it prints the table's), in order."""
+    text = run("service", "help").stdout
+    sect = text.split("\nKinds:\n", 1)[1].split("\n\n", 1)[0]
+    return re.findall(r"^  ([a-z][a-z0-9-]*) ", sect, re.M)
+
+
 def table(path, var):
     """The names in a struct cmd table of cli/, in order."""
     src = open(os.path.join(ROOT, "cli", path)).read()
@@ -302,8 +341,12 @@ def test_completion_follows_the_dispatch_tables():
     objects = table("xpsctl.c", "objects")
     eq(complete(""), objects, "objects")
     for o, path, var in (("handler", "handler.c", "cmds"), ("stats", "stats.c", "cmds"),
-                         ("data", "data.c", "cmds"), ("service", "service.c", "svc_cmds")):
+                         ("data", "data.c", "cmds")):
         eq(complete(o, ""), table(path, var), o + " commands")
+    # the kinds first, as the dispatcher matches them
+    eq(sorted(KINDS), sorted(service_kinds()), "the kinds of service help")
+    eq(complete("service", ""), service_kinds() + table("service.c", "svc_cmds"),
+       "service commands")
     # prefixes resolve as in the dispatcher: "st" is status, not stats
     eq(complete("st", ""), [], "st (status) takes nothing")
     eq(complete("stats", "s"), ["show"], "stats s")
