@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The framework's life cycle: backend detection, loading and pinning the
- * extension framework, attaching it (native: netns links; stock: cgroup
- * sock_ops link, sockhash verdict program, TC programs), and removing every
- * trace of it when the last context is gone.
+ * extension framework, attaching it (both: cgroup sock_ops link, TC egress
+ * for TCP contexts; native: netns links; stock: sockhash verdict programs,
+ * TC ingress for UDP contexts and draining), and removing every trace of it
+ * when the last context is gone.
  */
 #include <fcntl.h>
 #include <mntent.h>
@@ -508,7 +509,7 @@ fail:
 	return err;
 }
 
-/* ---- stock UDP and RESET: TC programs on every interface ------------ */
+/* ---- TC programs on every interface: TCP egress, stock UDP ingress -- */
 
 static int tc_attach_one(int ifindex, enum bpf_tc_attach_point point,
 			 int prog_fd)
@@ -600,7 +601,7 @@ static __u32 enrolled(struct xps_fw *fw)
 	return n;
 }
 
-/* Which TC programs the current contexts need (stock backend only). */
+/* Which TC programs the current contexts need (egress on both backends). */
 static __u32 tc_needed(struct xps_fw *fw)
 {
 	struct xps_ctx_info info;
@@ -624,8 +625,9 @@ static __u32 tc_needed(struct xps_fw *fw)
 
 /*
  * Attach (or detach) the TC programs so that every interface of the
- * namespace runs what the contexts need: ingress for UDP contexts, egress
- * for TCP RESET.  Interfaces that appeared since the last call are picked
+ * namespace runs what the contexts need: ingress for UDP contexts on the
+ * stock backend (and for draining), egress for TCP contexts on both (reply
+ * counting, stock RESET, native release of answered writes).  Interfaces that appeared since the last call are picked
  * up here; each create/delete of a context calls it.
  */
 int fw_tc_sync(struct xps_fw *fw)
