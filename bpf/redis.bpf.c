@@ -79,9 +79,10 @@ static __always_inline void invalidate(struct walk *w)
 	__u32 i;
 
 	/*
-	 * Count the write first, then invalidate: a fill that inserts
-	 * between the two is then either seen by its own epoch check or
-	 * deleted here (docs/coherence.md).
+	 * Count the write first, then bump the versions: a fill that reads
+	 * a version after the bump then finds the write unanswered and
+	 * fetches nothing; one that read it before stamps its value with
+	 * the old version, which is never served again (docs/coherence.md).
 	 */
 	xps_note_write(w->skb);
 	if (req->flags & XPS_F_ALL) {

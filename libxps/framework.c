@@ -205,6 +205,25 @@ static int get_pinned(const char *name, int *fd)
 	return *fd < 0 ? -errno : 0;
 }
 
+/*
+ * A framework pinned by another version of XPS may lay xps_config out
+ * otherwise; a lookup into this version's struct would then overrun it.
+ */
+static int check_config_map(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	if (info.value_size != sizeof(struct xps_config)) {
+		pr_warn("the framework under %s was loaded by another version of XPS (xps_config of %u bytes, not %zu); remove it with 'xpsctl reset'\n",
+			XPS_PIN_ROOT, info.value_size, sizeof(struct xps_config));
+		return -EPROTO;
+	}
+	return 0;
+}
+
 int xps_framework__map_fd(enum xps_fw_map map)
 {
 	static const char *const names[] = {
@@ -221,6 +240,13 @@ int xps_framework__map_fd(enum xps_fw_map map)
 			err == -ENOENT ? "XPS is not loaded" : strerror(-err));
 		return libxps_err(err);
 	}
+	if (map == XPS_FW_MAP_CONFIG) {
+		err = check_config_map(fd);
+		if (err) {
+			close(fd);
+			return libxps_err(err);
+		}
+	}
 	return fd;
 }
 
@@ -233,7 +259,12 @@ int fw_open(struct xps_fw *fw)
 
 	if (access(PIN("xps_config"), F_OK))
 		return -ENOENT;
-	if ((err = get_pinned("xps_config", &fw->config)) ||
+	err = get_pinned("xps_config", &fw->config);
+	if (!err && (err = check_config_map(fw->config))) {
+		close_fd(&fw->config);	/* fw_purge() must not read it */
+		return err;
+	}
+	if (err ||
 	    (err = get_pinned("xps_preds", &fw->preds)) ||
 	    (err = get_pinned("xps_masks", &fw->masks)) ||
 	    (err = get_pinned("xps_slots", &fw->slots)) ||
