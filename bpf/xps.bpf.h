@@ -458,10 +458,18 @@ static __always_inline void xps_requests_lost(struct __sk_buff *skb)
 
 /*
  * A cache handler calls this for every write request it is about to pass,
- * after invalidating the keys the write touches.  It counts the write as
- * unanswered until the service writes on the connection with nothing left
- * unread; a filler refuses to commit a fill while any write is unanswered
- * (docs/coherence.md).
+ * before it bumps the versions of the keys the write touches (or the cache
+ * generation).  It counts the write as unanswered, in the connection's
+ * unacked and in xps_config.unacked_writes, until the service writes on
+ * the connection with nothing left unread (the framework's egress
+ * programs release it then) or the connection closes.  A filler reads a
+ * key's version, then fetches its value only while no write is
+ * unanswered, and stamps the value with that version; the handler serves
+ * only values whose stamp is still current.  Counting before the bump is
+ * what makes this hold (docs/coherence.md).  Not counted: UDP writes,
+ * whose answers are never seen, and writes on a connection XPS has no
+ * record of; the filler keeps the handler from serving after the one and
+ * while the other is open (docs/coherence.md).
  */
 static __always_inline void xps_note_write(struct __sk_buff *skb)
 {
@@ -473,9 +481,8 @@ static __always_inline void xps_note_write(struct __sk_buff *skb)
 	cfg = bpf_map_lookup_elem(&xps_config, &zero);
 	if (!cfg || !run)
 		return;
-	__sync_fetch_and_add(&cfg->write_epoch, 1);
 	if (run->proto != IPPROTO_TCP)
-		return;		/* see docs/coherence.md: UDP writes */
+		return;	/* the filler keeps the handler out instead */
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
 	if (!conn)
 		return;

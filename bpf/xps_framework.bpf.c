@@ -4,17 +4,27 @@
  * dispatch to the handler by tail call, for every backend.
  *
  *  native	xps_native_tcp / xps_native_udp, run by the patched kernel's
- *		hook (SK_SKB with the BPF_XPS_* attach types set by libxps)
+ *		hook (SK_SKB with the BPF_XPS_* attach types set by libxps,
+ *		attached by netns links)
  *  sockmap	xps_stream_verdict runs on the data of the connections
  *		xps_sockops enrolled into xps_sockhash; xps_msg_verdict puts
- *		the replies on the wire; xps_tc_egress completes RESET
+ *		the replies on the wire and releases answered writes;
+ *		xps_tc_egress completes RESET
  *  tc		xps_tc_ingress runs UDP handlers on the interface's ingress
+ *		(and takes TCP connections out of the sockhash when draining)
  *
- * On both TCP backends xps_sockops records every accepted connection that
- * matches a predicate (struct xps_conn), and xps_tc_egress counts the
+ * Two programs run on both TCP backends, the native one included: libxps
+ * attaches xps_sockops to the cgroup v2 root (a BPF_CGROUP_SOCK_OPS link)
+ * and xps_tc_egress to the egress of every interface while a TCP context
+ * exists.  xps_sockops records every accepted connection that matches a
+ * predicate (struct xps_conn, which also holds the handlers' state of the
+ * connection) and forgets it when it closes; it enrols the connection into
+ * xps_sockhash on the sockmap backend only.  xps_tc_egress counts the
  * replies the service sends on it, so that a reply from the kernel never
- * overtakes or lands inside one the service still owes (docs/ordering.md).
- * libxps loads only the programs of the backend in use.
+ * overtakes or lands inside one the service still owes (docs/ordering.md),
+ * and on the native backend releases the writes the service has answered
+ * (docs/coherence.md).  libxps loads the programs of the backend in use
+ * and these two.
  */
 #include "xps.bpf.h"
 #include "proto/reply.bpf.h"
@@ -496,7 +506,7 @@ int xps_native_udp(struct __sk_buff *skb)
 	return native_run(skb, IPPROTO_UDP, &xps_progs_udp);
 }
 
-/* ---- stock TCP: sockmap --------------------------------------------- */
+/* ---- TCP, both backends: connection records -------------------------- */
 
 SEC("sockops")
 int xps_sockops(struct bpf_sock_ops *skops)
@@ -1042,7 +1052,11 @@ static __always_inline __u32 tcp_l4_off(struct __sk_buff *skb)
 }
 
 /*
- * RESET on the stock backend.  A stream verdict program can only pass,
+ * Every segment a recorded TCP connection sends, on both backends: the
+ * service's reply bytes are counted (egress_count()) and, natively,
+ * answered writes released (egress_release()).
+ *
+ * Then RESET on the stock backend.  A stream verdict program can only pass,
  * drop or redirect, so the handler's RESET drops the request and marks the
  * connection; the next segment the socket sends (at the latest the delayed
  * ACK of that request) is turned into an RST for the client, and a mirrored

@@ -7,12 +7,13 @@
  *
  * It takes the keys the handler missed from the context's miss queue,
  * fetches them from Redis and inserts them under the coherence protocol of
- * docs/coherence.md: a value is inserted only if no write was unanswered
- * when the write epoch was read, and removed again if the epoch moved
- * meanwhile.  It also decides whether the handler may serve at all: only
- * while every write Redis can receive passes through XPS (no client older
- * than the context, no unix socket, not a replica, no eviction, no
- * password); otherwise it sets REDIS_NO_SERVE and says why.
+ * docs/coherence.md: it reads the cache generation and the key's version,
+ * fetches the value only if no write is unanswered after that, and inserts
+ * it stamped with both and sealed; the handler serves it only while the
+ * stamps are current.  It also decides whether the handler may serve at
+ * all: only while every write Redis can receive passes through XPS (no
+ * client older than the context, no unix socket, not a replica, no
+ * eviction, no password); otherwise it sets REDIS_NO_SERVE and says why.
  */
 #include <arpa/inet.h>
 #include <errno.h>

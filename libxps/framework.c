@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The framework's life cycle: backend detection, loading and pinning the
- * extension framework, attaching it (native: netns links; stock: cgroup
- * sock_ops link, sockhash verdict program, TC programs), and removing every
- * trace of it when the last context is gone.
+ * extension framework, attaching it (both: cgroup sock_ops link, TC egress
+ * for TCP contexts; native: netns links; stock: sockhash verdict programs,
+ * TC ingress for UDP contexts and draining), and removing every trace of it
+ * when the last context is gone.
  */
 #include <fcntl.h>
 #include <mntent.h>
@@ -204,6 +205,25 @@ static int get_pinned(const char *name, int *fd)
 	return *fd < 0 ? -errno : 0;
 }
 
+/*
+ * A framework pinned by another version of XPS may lay xps_config out
+ * otherwise; a lookup into this version's struct would then overrun it.
+ */
+static int check_config_map(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	if (info.value_size != sizeof(struct xps_config)) {
+		pr_warn("the framework under %s was loaded by another version of XPS (xps_config of %u bytes, not %zu); remove it with 'xpsctl reset'\n",
+			XPS_PIN_ROOT, info.value_size, sizeof(struct xps_config));
+		return -EPROTO;
+	}
+	return 0;
+}
+
 int xps_framework__map_fd(enum xps_fw_map map)
 {
 	static const char *const names[] = {
@@ -220,6 +240,13 @@ int xps_framework__map_fd(enum xps_fw_map map)
 			err == -ENOENT ? "XPS is not loaded" : strerror(-err));
 		return libxps_err(err);
 	}
+	if (map == XPS_FW_MAP_CONFIG) {
+		err = check_config_map(fd);
+		if (err) {
+			close(fd);
+			return libxps_err(err);
+		}
+	}
 	return fd;
 }
 
@@ -232,7 +259,12 @@ int fw_open(struct xps_fw *fw)
 
 	if (access(PIN("xps_config"), F_OK))
 		return -ENOENT;
-	if ((err = get_pinned("xps_config", &fw->config)) ||
+	err = get_pinned("xps_config", &fw->config);
+	if (!err && (err = check_config_map(fw->config))) {
+		close_fd(&fw->config);	/* fw_purge() must not read it */
+		return err;
+	}
+	if (err ||
 	    (err = get_pinned("xps_preds", &fw->preds)) ||
 	    (err = get_pinned("xps_masks", &fw->masks)) ||
 	    (err = get_pinned("xps_slots", &fw->slots)) ||
@@ -508,7 +540,7 @@ fail:
 	return err;
 }
 
-/* ---- stock UDP and RESET: TC programs on every interface ------------ */
+/* ---- TC programs on every interface: TCP egress, stock UDP ingress -- */
 
 static int tc_attach_one(int ifindex, enum bpf_tc_attach_point point,
 			 int prog_fd)
@@ -600,7 +632,7 @@ static __u32 enrolled(struct xps_fw *fw)
 	return n;
 }
 
-/* Which TC programs the current contexts need (stock backend only). */
+/* Which TC programs the current contexts need (egress on both backends). */
 static __u32 tc_needed(struct xps_fw *fw)
 {
 	struct xps_ctx_info info;
@@ -624,8 +656,9 @@ static __u32 tc_needed(struct xps_fw *fw)
 
 /*
  * Attach (or detach) the TC programs so that every interface of the
- * namespace runs what the contexts need: ingress for UDP contexts, egress
- * for TCP RESET.  Interfaces that appeared since the last call are picked
+ * namespace runs what the contexts need: ingress for UDP contexts on the
+ * stock backend (and for draining), egress for TCP contexts on both (reply
+ * counting, stock RESET, native release of answered writes).  Interfaces that appeared since the last call are picked
  * up here; each create/delete of a context calls it.
  */
 int fw_tc_sync(struct xps_fw *fw)

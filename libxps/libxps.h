@@ -237,7 +237,14 @@ LIBXPS_API int xps_get_status(struct xps_status *st);
  */
 LIBXPS_API int xps_purge(void);
 LIBXPS_API const char *xps_backend_name(__u32 backend);
-/* Parse "tcp"/"udp"-style predicates: "[ADDR:]PORT" etc. */
+/*
+ * The predicate of a bound TCP or UDP socket (a listening server's): its
+ * protocol, local port and local address (none for a wildcard bind), any
+ * remote end.  The family is the socket's, AF_UNSPEC for [::] without
+ * IPV6_V6ONLY (it takes IPv4 too) and AF_INET for a v4-mapped address.
+ * Returns -EPROTONOSUPPORT (neither TCP nor UDP), -EAFNOSUPPORT (neither
+ * IPv4 nor IPv6), -EINVAL (not bound to a port) or getsockname()'s error.
+ */
 LIBXPS_API int xps_predicate_from_socket(int sock, struct xps_predicate *pred);
 
 #ifdef __cplusplus

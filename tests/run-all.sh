@@ -40,7 +40,9 @@ for s in "${suites[@]}"; do
 	unit)
 		run "unit: protocol parsers and encoders (host)" make -s -C tests/unit test
 		run "unit: fuzzers, 5 s each (make fuzz runs them longer)" \
-			make -s -C tests/unit fuzz-smoke FUZZ_SECONDS=5 ;;
+			make -s -C tests/unit fuzz-smoke FUZZ_SECONDS=5
+		run "unit: kernel-patches/0006 is generated from tests/vm" \
+			scripts/gen-selftest-patch.sh --check ;;
 	verifier)
 		run "verifier: parsers accepted by this kernel" tests/verifier/gate.sh ;;
 	api)

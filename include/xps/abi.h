@@ -258,10 +258,9 @@ struct xps_config {
 	/*
 	 * Cache coherence for handlers that serve a copy of the service's
 	 * data (see xps_note_write() in xps.bpf.h and docs/coherence.md):
-	 * every write request passed bumps write_epoch and counts as
-	 * unacked until the service answers it.
+	 * TCP write requests passed to the service and not answered yet.
+	 * A filler fetches nothing while it is not 0.
 	 */
-	__u64 write_epoch;
 	__u64 unacked_writes;
 };
 
@@ -309,6 +308,6 @@ _Static_assert(sizeof(struct xps_ctx_info) == 264, "xps_ctx_info layout");
 _Static_assert(sizeof(struct xps_run) == 64, "xps_run layout");
 _Static_assert(sizeof(struct xps_reply) == 32, "xps_reply layout");
 _Static_assert(sizeof(struct xps_conn) == 96, "xps_conn layout");
-_Static_assert(sizeof(struct xps_config) == 40, "xps_config layout");
+_Static_assert(sizeof(struct xps_config) == 32, "xps_config layout");
 
 #endif /* __XPS_ABI_H */
