@@ -39,8 +39,8 @@ arch=$(dpkg --print-architecture)
 # ---- the patched kernel ---------------------------------------------------
 #
 # The kernel's own bindeb-pkg, in the object tree scripts/build-kernel.sh
-# keeps: linux-image-RELEASE (bzImage, config, System.map), and
-# linux-headers-RELEASE when modules are configured.  The source tree is
+# keeps: linux-image-RELEASE (bzImage, config, System.map), its -dbg
+# (vmlinux), and linux-headers-RELEASE when modules are configured.  The source tree is
 # shared by every flavour, so it is checked to carry this series first.
 if [ $kernel -eq 1 ]; then
 	command -v dh_testdir >/dev/null ||
@@ -75,11 +75,18 @@ if [ $kernel -eq 1 ]; then
 		{ tail -30 "$outabs/kernel-build.log" >&2; die "bindeb-pkg failed (log: $out/kernel-build.log)"; }
 	mkdir -p "$outabs/kernel"
 	rm -f "$outabs"/kernel/*
+	# Only the kernel's packages: its linux-libc-dev would replace
+	# Debian's, and its linux/xps.h is libxps-dev's; the .changes and
+	# .buildinfo list that package too.
 	found=0
 	for f in "$kcache"/linux-*_"$pkgver"_*; do
 		[ -e "$f" ] || continue
-		mv "$f" "$outabs/kernel/"
-		found=1
+		case ${f##*/} in
+		linux-image-*.deb|linux-headers-*.deb)
+			mv "$f" "$outabs/kernel/"
+			found=1 ;;
+		*)	rm -f "$f" ;;
+		esac
 	done
 	[ $found -eq 1 ] || die "bindeb-pkg made no package (log: $out/kernel-build.log)"
 	ls "$outabs"/kernel/*.deb
