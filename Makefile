@@ -7,6 +7,9 @@
 # make fuzz       the fuzzers, FUZZ_SECONDS (60) each
 # make vm-run CMD="..."   run a command on the patched kernel in QEMU
 # make bench      benchmarks (QUICK=1 for a smoke run)
+# make install    into DESTDIR/PREFIX (/usr/local), systemd unit in SYSTEMD_UNITDIR
+# make deb        Debian packages xps-tools, libxps0, libxps-dev in $(OUTPUT)/deb
+# make deb-kernel the patched kernel as linux-image/linux-headers packages
 # V=1             show the commands
 
 XPS_VERSION := 0.1.0
@@ -18,6 +21,7 @@ CC ?= gcc
 BPFTOOL ?= bpftool
 PKG_CONFIG ?= pkg-config
 PREFIX ?= /usr/local
+SYSTEMD_UNITDIR ?= $(PREFIX)/lib/systemd/system
 
 ARCH_TRIPLET := $(shell $(CC) -dumpmachine 2>/dev/null)
 BPF_ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
@@ -54,12 +58,14 @@ LIBXPS_SO := $(OUTPUT)/libxps.so.$(XPS_VERSION)
 XPSCTL := $(OUTPUT)/xpsctl
 DAEMONS := $(OUTPUT)/xps-redisd $(OUTPUT)/xps-memcachedd $(OUTPUT)/xps-clusterd
 PCFILE := $(OUTPUT)/libxps.pc
+UNIT := $(OUTPUT)/xps-service@.service
+PREFIX_STAMP := $(OUTPUT)/.prefix
 DEPS_STAMP := $(OUTPUT)/.deps-build
 
 .DELETE_ON_ERROR:
-.PHONY: all clean tests test test-unit test-integration test-vm test-debug fuzz demo vm-run bench deps install
+.PHONY: all clean tests test test-unit test-integration test-vm test-debug fuzz demo vm-run bench deps install deb deb-kernel FORCE
 
-all: $(BPF_OBJS) $(LIBXPS_A) $(LIBXPS_SO) $(PCFILE) $(XPSCTL) $(DAEMONS)
+all: $(BPF_OBJS) $(LIBXPS_A) $(LIBXPS_SO) $(PCFILE) $(UNIT) $(XPSCTL) $(DAEMONS)
 
 # Build dependencies are installed once per checkout (and re-checked when
 # the script changes); deps.sh is a no-op when everything is there.
@@ -102,9 +108,18 @@ $(LIBXPS_SO): $(LIB_PIC_OBJS) libxps/libxps.map
 	$(Q)ln -sf libxps.so.$(XPS_VERSION) $(OUTPUT)/libxps.so.$(LIBXPS_SOVER)
 	$(Q)ln -sf libxps.so.$(LIBXPS_SOVER) $(OUTPUT)/libxps.so
 
-$(PCFILE): libxps/libxps.pc.in Makefile
+# files that name PREFIX are made again when it changes
+$(PREFIX_STAMP): FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' > $@
+
+$(PCFILE): libxps/libxps.pc.in Makefile $(PREFIX_STAMP)
 	$(call msg,GEN,$@)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(XPS_VERSION)|' $< > $@
+
+$(UNIT): contrib/systemd/xps-service@.service.in Makefile $(PREFIX_STAMP)
+	$(call msg,GEN,$@)
+	$(Q)sed -e 's|@SBINDIR@|$(PREFIX)/sbin|' $< > $@
 
 $(OUTPUT)/cli/%.o: cli/%.c cli/*.h libxps/libxps.h include/xps/*.h | $(DEPS_STAMP)
 	$(call msg,CC,$@)
@@ -123,7 +138,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/xps \
 		$(DESTDIR)$(PREFIX)/include/linux $(DESTDIR)$(PREFIX)/sbin \
 		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man8 \
-		$(DESTDIR)$(PREFIX)/share/xps/bpf
+		$(DESTDIR)$(PREFIX)/lib/xps/bpf
 	install -m 644 $(LIBXPS_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBXPS_SO) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libxps.so.$(XPS_VERSION) $(DESTDIR)$(PREFIX)/lib/libxps.so.$(LIBXPS_SOVER)
@@ -135,10 +150,24 @@ install: all
 	install -m 644 $(PCFILE) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 	install -m 755 $(XPSCTL) $(DAEMONS) $(DESTDIR)$(PREFIX)/sbin/
 	install -m 644 docs/xpsctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/
-	install -m 644 $(filter-out %/$(FRAMEWORK).bpf.o,$(BPF_OBJS)) $(DESTDIR)$(PREFIX)/share/xps/bpf/
+	install -m 644 $(filter-out %/$(FRAMEWORK).bpf.o,$(BPF_OBJS)) $(DESTDIR)$(PREFIX)/lib/xps/bpf/
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 644 contrib/bash-completion/xpsctl \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/xpsctl
+	install -d $(DESTDIR)$(SYSTEMD_UNITDIR)
+	install -m 644 $(UNIT) $(DESTDIR)$(SYSTEMD_UNITDIR)/
+
+# Debian packages, built from a clean build of the tree with PREFIX=/usr
+# staged by `install` (scripts/build-deb.sh says what goes where)
+deb:
+	$(Q)scripts/deps.sh package
+	$(Q)XPS_VERSION=$(XPS_VERSION) LIBXPS_SOVER=$(LIBXPS_SOVER) \
+		scripts/build-deb.sh $(OUTPUT)/deb
+
+# the kernel of scripts/build-kernel.sh, packaged by its own bindeb-pkg
+deb-kernel:
+	$(Q)scripts/deps.sh package
+	$(Q)XPS_VERSION=$(XPS_VERSION) scripts/build-deb.sh --kernel $(OUTPUT)/deb
 
 # ---- tests -------------------------------------------------------------
 

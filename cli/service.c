@@ -72,7 +72,10 @@ static const char *self_dir(void)
 	return dir;
 }
 
-/* A handler object by name: $XPS_BPF_DIR, the build tree, PREFIX/share. */
+/*
+ * A handler object by name: $XPS_BPF_DIR, the build tree, PREFIX/lib/xps/bpf
+ * (lib: the objects are built for this architecture's kernel).
+ */
 static int find_object(const char *name, char *out, size_t sz)
 {
 	const char *env = getenv("XPS_BPF_DIR");
@@ -81,7 +84,7 @@ static int find_object(const char *name, char *out, size_t sz)
 	int i;
 
 	snprintf(b1, sizeof(b1), "%s/bpf", self_dir());
-	snprintf(b2, sizeof(b2), "%s/../share/xps/bpf", self_dir());
+	snprintf(b2, sizeof(b2), "%s/../lib/xps/bpf", self_dir());
 	cands[0] = env;
 	cands[1] = b1;
 	cands[2] = b2;

@@ -4,6 +4,7 @@
 #
 #   scripts/deps.sh            everything (build, tests, VM, services, bench)
 #   scripts/deps.sh build      only what `make` needs
+#   scripts/deps.sh package    what `make deb` and `make deb-kernel` need
 set -euo pipefail
 
 build_pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
@@ -14,12 +15,15 @@ test_pkgs=(iproute2 procps psmisc netcat-openbsd python3 libclang-rt-14-dev redi
 kernel_pkgs=(linux-source-6.12 bc bison flex libssl-dev dwarves xz-utils
 	     cpio kmod rsync patch perl qemu-system-x86)
 bench_pkgs=(gnuplot-nox linux-perf)
+package_pkgs=(dpkg-dev lintian debhelper)
 
 case "${1:-all}" in
 build)	want=("${build_pkgs[@]}") ;;
-test)	want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${kernel_pkgs[@]}") ;;
-all)	want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${kernel_pkgs[@]}" "${bench_pkgs[@]}") ;;
-*)	echo "usage: $0 [build|test|all]" >&2; exit 2 ;;
+package) want=("${build_pkgs[@]}" "${package_pkgs[@]}") ;;
+test)	want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${kernel_pkgs[@]}" "${package_pkgs[@]}") ;;
+all)	want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${kernel_pkgs[@]}" "${package_pkgs[@]}"
+	      "${bench_pkgs[@]}") ;;
+*)	echo "usage: $0 [build|package|test|all]" >&2; exit 2 ;;
 esac
 
 missing=()
