@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 
 from xpstest import ROOT, main, stats, test, xpsctl
 
@@ -23,17 +24,23 @@ def usage_block():
 def test_usage_example_runs_as_written():
     block = usage_block()
     # a session of its own: whatever the block left running (its server,
-    # when a step failed before the block's own kill) is killed with it
-    p = subprocess.Popen(["bash", "-e", "-c", block], cwd=ROOT, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=120)
-    finally:
+    # when a step failed before the block's own kill) is killed with it.
+    # Output goes to files, not pipes: a server left running would hold a
+    # pipe open and turn a failed step into a timeout.
+    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+        p = subprocess.Popen(["bash", "-e", "-c", block], cwd=ROOT, stdout=fo,
+                             stderr=fe, text=True, start_new_session=True)
         try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
+            p.wait(timeout=120)
+        finally:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+        fo.seek(0)
+        fe.seek(0)
+        out, err = fo.read(), fe.read()
     if p.returncode:
         raise AssertionError("the README example failed (%d): %s\n%s"
                              % (p.returncode, out[-2000:], err[-2000:]))
