@@ -59,7 +59,7 @@ static void v4_mapped(__u8 *dst, const void *v4)
 	memcpy(dst + 12, v4, 4);
 }
 
-int xps_predicate_from_socket(int sock, struct xps_predicate *pred)
+int xps_predicate__from_socket(int sock, struct xps_predicate *pred)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
@@ -859,7 +859,7 @@ static struct xps_context *ctx_create(const struct ctx_spec *s)
 	if (!ctx)
 		err = -ENOMEM;
 	pr_info("context '%s' created in slot %d (%s backend)\n", info.name,
-		slot, xps_backend_name(backend));
+		slot, xps_backend__name(backend));
 	goto out;
 
 undo:
@@ -888,38 +888,47 @@ out:
 	return ctx;
 }
 
-struct xps_context *xps_create_context_pred(const char *obj_file,
-					    const struct xps_predicate *pred,
-					    const struct xps_context_opts *opts)
+/*
+ * The caller's options into @s: refused when they set something this
+ * libxps does not know (OPTS_VALID), read up to the caller's size.
+ */
+static int ctx_opts(const struct xps_context_opts *opts, struct ctx_spec *s)
+{
+	if (!OPTS_VALID(opts, xps_context_opts))
+		return -EINVAL;
+	s->name = OPTS_GET(opts, name, NULL);
+	s->share = OPTS_GET(opts, share, NULL);
+	s->label = OPTS_GET(opts, label, NULL);
+	return 0;
+}
+
+struct xps_context *
+xps_context__create_pred(const char *obj_file, const struct xps_predicate *pred,
+			 const struct xps_context_opts *opts)
 {
 	struct ctx_spec s = { .obj = obj_file, .pred = pred };
 
-	if (!obj_file || !pred || (opts && opts->sz < sizeof(size_t)))
+	if (!obj_file || !pred || ctx_opts(opts, &s))
 		return libxps_err_ptr(-EINVAL);
 	if (!pred->lport) {
 		pr_warn("a predicate needs a local port\n");
 		return libxps_err_ptr(-EINVAL);
 	}
-	s.name = opts ? opts->name : NULL;
-	/* opts->share exists only in callers built against this version */
-	if (OPTS_HAS(opts, share))
-		s.share = opts->share;
-	s.label = OPTS_HAS(opts, label) ? opts->label : NULL;
 	return ctx_create(&s);
 }
 
-struct xps_context *xps_create_context(const char *obj_file, int server_sock)
+struct xps_context *xps_context__create(const char *obj_file, int server_sock)
 {
 	struct xps_predicate pred;
 
-	if (xps_predicate_from_socket(server_sock, &pred))
+	if (xps_predicate__from_socket(server_sock, &pred))
 		return NULL;
-	return xps_create_context_pred(obj_file, &pred, NULL);
+	return xps_context__create_pred(obj_file, &pred, NULL);
 }
 
 struct xps_context *
-xps_create_compcontext_pred(const struct xps_predicate *pred, int offset,
-			    int len, const struct xps_context_opts *opts)
+xps_context__create_comp_pred(const struct xps_predicate *pred, int offset,
+			      int len, const struct xps_context_opts *opts)
 {
 	struct ctx_spec s = { .pred = pred, .flags = XPS_SLOT_COMP };
 
@@ -929,35 +938,42 @@ xps_create_compcontext_pred(const struct xps_predicate *pred, int offset,
 			XPS_COMP_MAX_LEN);
 		return libxps_err_ptr(-EINVAL);
 	}
-	if (opts && opts->sz < sizeof(size_t))
+	if (ctx_opts(opts, &s))
 		return libxps_err_ptr(-EINVAL);
+	if (s.share) {
+		pr_warn("a composability context has no maps to share\n");
+		return libxps_err_ptr(-EINVAL);
+	}
 	s.comp_offset = offset;
 	s.comp_len = len;
-	s.name = opts ? opts->name : NULL;
-	s.label = OPTS_HAS(opts, label) ? opts->label : NULL;
 	return ctx_create(&s);
 }
 
-struct xps_context *xps_create_compcontext(int server_sock, int offset,
-					   int len)
+struct xps_context *xps_context__create_comp(int server_sock, int offset,
+					     int len)
 {
 	struct xps_predicate pred;
 
-	if (xps_predicate_from_socket(server_sock, &pred))
+	if (xps_predicate__from_socket(server_sock, &pred))
 		return NULL;
-	return xps_create_compcontext_pred(&pred, offset, len, NULL);
+	return xps_context__create_comp_pred(&pred, offset, len, NULL);
 }
 
 struct xps_context *
-xps_create_subcontext_opts(struct xps_context *comp, const char *obj_file,
-			   const void *value, const struct xps_context_opts *opts)
+xps_context__create_sub_opts(struct xps_context *comp, const char *obj_file,
+			     const void *value,
+			     const struct xps_context_opts *opts)
 {
 	struct ctx_spec s = { .obj = obj_file, .flags = XPS_SLOT_SUB };
 	struct xps_ctx_info parent;
 	__u64 v = 0;
 
-	if (!comp || !obj_file || !value || (opts && opts->sz < sizeof(size_t)))
+	if (!comp || !obj_file || !value || ctx_opts(opts, &s))
 		return libxps_err_ptr(-EINVAL);
+	if (s.share) {
+		pr_warn("a sub-context cannot share another context's maps\n");
+		return libxps_err_ptr(-EINVAL);
+	}
 	if (xps_context__info(comp, &parent))
 		return NULL;
 	if (!(parent.flags & XPS_SLOT_COMP)) {
@@ -983,16 +999,14 @@ xps_create_subcontext_opts(struct xps_context *comp, const char *obj_file,
 	}
 	s.parent = comp->slot;
 	s.value = v;
-	s.name = opts ? opts->name : NULL;
-	s.label = OPTS_HAS(opts, label) ? opts->label : NULL;
 	return ctx_create(&s);
 }
 
-struct xps_context *xps_create_subcontext(struct xps_context *comp,
-					  const char *obj_file,
-					  const void *value)
+struct xps_context *xps_context__create_sub(struct xps_context *comp,
+					    const char *obj_file,
+					    const void *value)
 {
-	return xps_create_subcontext_opts(comp, obj_file, value, NULL);
+	return xps_context__create_sub_opts(comp, obj_file, value, NULL);
 }
 
 /* ---- open, info ------------------------------------------------------ */
@@ -1167,7 +1181,7 @@ int xps_context__stats(const struct xps_context *ctx,
 	return err ? libxps_err(err) : 0;
 }
 
-int xps_context__reset_stats(struct xps_context *ctx)
+int xps_context__stats_reset(struct xps_context *ctx)
 {
 	struct xps_fw fw;
 	__u8 key[512];
@@ -1189,7 +1203,7 @@ int xps_context__reset_stats(struct xps_context *ctx)
 	return err ? libxps_err(err) : 0;
 }
 
-int xps_for_each_context(xps_context_cb cb, void *data)
+int xps_context__for_each(xps_context_cb cb, void *data)
 {
 	struct xps_ctx_info info;
 	struct xps_fw fw;
@@ -1216,7 +1230,7 @@ int xps_for_each_context(xps_context_cb cb, void *data)
 
 /* ---- update, delete ---------------------------------------------------- */
 
-int xps_update_context(struct xps_context *ctx, const char *obj_file)
+int xps_context__update(struct xps_context *ctx, const char *obj_file)
 {
 	struct loaded_handler h;
 	struct xps_ctx_info info;
@@ -1319,7 +1333,7 @@ static int delete_slot(struct xps_fw *fw, __u32 slot)
 	return 0;
 }
 
-int xps_delete_context(struct xps_context *ctx)
+int xps_context__delete(struct xps_context *ctx)
 {
 	struct xps_ctx_info info;
 	struct xps_fw fw;
@@ -1349,7 +1363,7 @@ int xps_delete_context(struct xps_context *ctx)
 	return err ? libxps_err(err) : 0;
 }
 
-int xps_purge(void)
+int xps_framework__purge(void)
 {
 	struct xps_ctx_info info;
 	struct xps_fw fw;
@@ -1376,3 +1390,18 @@ int xps_purge(void)
 	fw_unlock(&fw);
 	return 0;
 }
+
+/* ---- the paper's Table 3.2 names and libxps 0.1.0's ------------------- */
+
+LIBXPS_ALIAS(xps_create_context, xps_context__create);
+LIBXPS_ALIAS(xps_create_context_pred, xps_context__create_pred);
+LIBXPS_ALIAS(xps_update_context, xps_context__update);
+LIBXPS_ALIAS(xps_delete_context, xps_context__delete);
+LIBXPS_ALIAS(xps_context__reset_stats, xps_context__stats_reset);
+LIBXPS_ALIAS(xps_for_each_context, xps_context__for_each);
+LIBXPS_ALIAS(xps_create_compcontext, xps_context__create_comp);
+LIBXPS_ALIAS(xps_create_compcontext_pred, xps_context__create_comp_pred);
+LIBXPS_ALIAS(xps_create_subcontext, xps_context__create_sub);
+LIBXPS_ALIAS(xps_create_subcontext_opts, xps_context__create_sub_opts);
+LIBXPS_ALIAS(xps_purge, xps_framework__purge);
+LIBXPS_ALIAS(xps_predicate_from_socket, xps_predicate__from_socket);

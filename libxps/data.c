@@ -24,8 +24,8 @@ static int data_fd(const struct xps_context *ctx)
 	return ctx->data_fd;
 }
 
-int xps_data_sizes(const struct xps_context *ctx, __u32 *key_size,
-		   __u32 *value_size)
+int xps_context__data_sizes(const struct xps_context *ctx, __u32 *key_size,
+			    __u32 *value_size)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
@@ -56,23 +56,26 @@ static int data_op(struct xps_context *ctx, const void *key,
 	return 0;
 }
 
-int xps_put_data(struct xps_context *ctx, const void *key, const void *value)
+int xps_context__data_put(struct xps_context *ctx, const void *key,
+			  const void *value)
 {
 	return data_op(ctx, key, value, BPF_NOEXIST);
 }
 
-int xps_update_data(struct xps_context *ctx, const void *key,
-		    const void *value)
+int xps_context__data_update(struct xps_context *ctx, const void *key,
+			     const void *value)
 {
 	return data_op(ctx, key, value, BPF_EXIST);
 }
 
-int xps_set_data(struct xps_context *ctx, const void *key, const void *value)
+int xps_context__data_set(struct xps_context *ctx, const void *key,
+			  const void *value)
 {
 	return data_op(ctx, key, value, BPF_ANY);
 }
 
-int xps_get_data(struct xps_context *ctx, const void *key, void *value)
+int xps_context__data_get(struct xps_context *ctx, const void *key,
+			  void *value)
 {
 	int fd = data_fd(ctx);
 
@@ -85,7 +88,7 @@ int xps_get_data(struct xps_context *ctx, const void *key, void *value)
 	return 0;
 }
 
-int xps_delete_data(struct xps_context *ctx, const void *key)
+int xps_context__data_delete(struct xps_context *ctx, const void *key)
 {
 	int fd = data_fd(ctx);
 
@@ -111,7 +114,7 @@ static int data_batch(struct xps_context *ctx, const void *keys,
 
 	if (!count || !keys || (!del && !values))
 		return libxps_err(-EINVAL);
-	err = xps_data_sizes(ctx, &ks, &vs);
+	err = xps_context__data_sizes(ctx, &ks, &vs);
 	if (err)
 		return err;
 	n = *count;
@@ -120,7 +123,7 @@ static int data_batch(struct xps_context *ctx, const void *keys,
 		const char *k = (const char *)keys + (size_t)i * ks;
 
 		if (del)
-			err = xps_delete_data(ctx, k);
+			err = xps_context__data_delete(ctx, k);
 		else
 			err = data_op(ctx, k, (const char *)values +
 				      (size_t)i * vs, flags);
@@ -131,20 +134,21 @@ static int data_batch(struct xps_context *ctx, const void *keys,
 	return 0;
 }
 
-int xps_put_data_batch(struct xps_context *ctx, const void *keys,
-		       const void *values, __u32 *count)
+int xps_context__data_put_batch(struct xps_context *ctx, const void *keys,
+				const void *values, __u32 *count)
 {
 	return data_batch(ctx, keys, values, count, BPF_NOEXIST, false);
 }
 
-int xps_update_data_batch(struct xps_context *ctx, const void *keys,
-			  const void *values, __u32 *count)
+int xps_context__data_update_batch(struct xps_context *ctx,
+				   const void *keys, const void *values,
+				   __u32 *count)
 {
 	return data_batch(ctx, keys, values, count, BPF_EXIST, false);
 }
 
-int xps_delete_data_batch(struct xps_context *ctx, const void *keys,
-			  __u32 *count)
+int xps_context__data_delete_batch(struct xps_context *ctx,
+				   const void *keys, __u32 *count)
 {
 	return data_batch(ctx, keys, NULL, count, 0, true);
 }
@@ -173,7 +177,8 @@ static int keystat_sum(int fd, const void *key, __u64 *count)
 	return 0;
 }
 
-int xps_get_stats(struct xps_context *ctx, const void *key, __u64 *count)
+int xps_context__keystats_get(struct xps_context *ctx, const void *key,
+			      __u64 *count)
 {
 	int err;
 
@@ -187,7 +192,8 @@ int xps_get_stats(struct xps_context *ctx, const void *key, __u64 *count)
 	return err ? libxps_err(err) : 0;
 }
 
-int xps_get_allstats(struct xps_context *ctx, xps_keystat_cb cb, void *data)
+int xps_context__keystats_for_each(struct xps_context *ctx, xps_keystat_cb cb,
+				   void *data)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
@@ -227,3 +233,17 @@ out:
 	free(next);
 	return err < 0 ? libxps_err(err) : err;
 }
+
+/* ---- the paper's Table 3.2 names and libxps 0.1.0's ------------------- */
+
+LIBXPS_ALIAS(xps_put_data, xps_context__data_put);
+LIBXPS_ALIAS(xps_update_data, xps_context__data_update);
+LIBXPS_ALIAS(xps_set_data, xps_context__data_set);
+LIBXPS_ALIAS(xps_get_data, xps_context__data_get);
+LIBXPS_ALIAS(xps_delete_data, xps_context__data_delete);
+LIBXPS_ALIAS(xps_put_data_batch, xps_context__data_put_batch);
+LIBXPS_ALIAS(xps_update_data_batch, xps_context__data_update_batch);
+LIBXPS_ALIAS(xps_delete_data_batch, xps_context__data_delete_batch);
+LIBXPS_ALIAS(xps_data_sizes, xps_context__data_sizes);
+LIBXPS_ALIAS(xps_get_stats, xps_context__keystats_get);
+LIBXPS_ALIAS(xps_get_allstats, xps_context__keystats_for_each);

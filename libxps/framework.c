@@ -107,7 +107,7 @@ int detect_backends(__u32 *tcp, __u32 *udp, bool *native)
 	return 0;
 }
 
-const char *xps_backend_name(__u32 backend)
+const char *xps_backend__name(__u32 backend)
 {
 	switch (backend) {
 	case XPS_BACKEND_NATIVE:
@@ -532,7 +532,7 @@ int fw_ensure(struct xps_fw *fw)
 	if (err)
 		goto fail;
 	xps_framework_bpf__destroy(skel);
-	pr_info("framework loaded (%s backend)\n", xps_backend_name(tcp));
+	pr_info("framework loaded (%s backend)\n", xps_backend__name(tcp));
 	return fw_open(fw);
 fail:
 	xps_framework_bpf__destroy(skel);
@@ -825,7 +825,7 @@ int fw_purge(struct xps_fw *fw)
 	return 0;
 }
 
-int xps_get_status(struct xps_status *st)
+int xps_framework__status(struct xps_status *st)
 {
 	struct xps_fw fw;
 	struct utsname u;
@@ -866,3 +866,8 @@ int xps_get_status(struct xps_status *st)
 	fw_unlock(&fw);
 	return err ? libxps_err(err) : 0;
 }
+
+/* ---- libxps 0.1.0's names ------------------------------------------------ */
+
+LIBXPS_ALIAS(xps_get_status, xps_framework__status);
+LIBXPS_ALIAS(xps_backend_name, xps_backend__name);

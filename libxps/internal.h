@@ -4,6 +4,7 @@
 #define __LIBXPS_INTERNAL_H
 
 #include <errno.h>
+#include <stddef.h>
 #include "libxps.h"
 
 #define LIBXPS_HIDDEN __attribute__((visibility("hidden")))
@@ -60,10 +61,36 @@ LIBXPS_HIDDEN int native_attach_type(const char *name);
 /* context.c */
 LIBXPS_HIDDEN int ctx_dir(char *buf, size_t sz, const char *name);
 
+/*
+ * Options structs (libxps.h, DECLARE_XPS_OPTS): the caller's struct is
+ * opts->sz bytes, which may be fewer than this libxps knows (an older
+ * caller: the fields it lacks take their defaults) or more (a newer one:
+ * the fields this libxps lacks must be zero, or it would silently ignore
+ * what the caller asked for).
+ */
+#define OPTS_END(TYPE)							\
+	(offsetof(struct TYPE, TYPE##__last_field) +			\
+	 sizeof(((struct TYPE *)0)->TYPE##__last_field))
+
+LIBXPS_HIDDEN bool libxps_opts_valid(const void *opts, size_t known,
+				     const char *type);
+
+/* NULL, or a struct TYPE this libxps can honour (logs why not). */
+#define OPTS_VALID(opts, TYPE)						\
+	libxps_opts_valid((opts), OPTS_END(TYPE), #TYPE)
+
 /* Whether the caller's opts (of its own size, opts->sz) has @field. */
 #define OPTS_HAS(opts, field)						\
 	((opts) && (opts)->sz >= offsetof(typeof(*(opts)), field) +	\
 				  sizeof((opts)->field))
+
+/* @field of the caller's opts, or @dflt when it has none. */
+#define OPTS_GET(opts, field, dflt)					\
+	(OPTS_HAS(opts, field) ? (opts)->field : (dflt))
+
+/* Export @other as another name of @target, defined in the same file. */
+#define LIBXPS_ALIAS(other, target)					\
+	__typeof__(target) other __attribute__((alias(#target)))
 
 static inline int libxps_err(int err)
 {

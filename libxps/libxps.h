@@ -57,6 +57,26 @@ struct xps_predicate {
 	__u8 raddr[16];
 };
 
+/*
+ * Options structs (every struct xps_*_opts) begin with sz, the size of the
+ * struct the caller was built with, and end with the zero-width size_t
+ * bit-field that rounds their size up.  Declare them with
+ * DECLARE_XPS_OPTS(), which sets sz and zeroes every byte not given:
+ *
+ *	DECLARE_XPS_OPTS(xps_context_opts, opts, .name = "cache",
+ *			 .label = "redis");
+ *	ctx = xps_context__create_pred("redis.bpf.o", &pred, &opts);
+ *
+ * A libxps older than the caller's header refuses, with EINVAL, an opts
+ * struct that sets a field it does not know (a non-zero byte past its last
+ * field): it cannot honour what the caller asked for.  A newer libxps takes
+ * an older caller's smaller struct and uses defaults for the rest.
+ */
+#define DECLARE_XPS_OPTS(TYPE, NAME, ...)				\
+	struct TYPE NAME = (__builtin_memset(&NAME, 0, sizeof(NAME)),	\
+			    (struct TYPE){ .sz = sizeof(struct TYPE),	\
+					   __VA_ARGS__ })
+
 struct xps_context_opts {
 	size_t sz;		/* sizeof(struct xps_context_opts) */
 	const char *name;	/* default: <object basename>-<port>[-udp] */
@@ -65,6 +85,8 @@ struct xps_context_opts {
 	 * state, versions, key statistics) with this existing context, whose
 	 * handler must declare them alike: e.g. one cache for a service's TCP
 	 * and UDP ports, so that a write on either invalidates both.
+	 * xps_context__create_pred() only: the composability constructors
+	 * refuse it (EINVAL).
 	 */
 	const char *share;
 	/*
@@ -79,6 +101,19 @@ struct xps_context_opts {
 #define xps_context_opts__last_field label
 #define XPS_LABEL_LEN 64
 
+/*
+ * Names: xps_<object>__<verb> for what is done to an object
+ * (xps_context__create, xps_context__delete), xps_<object>__<attribute>
+ * for what is read from it (xps_context__name, xps_context__stats), and
+ * xps_<object>__<part>_<verb> for a part of it (xps_context__data_put,
+ * xps_context__keystats_get).  The objects are the context, its data map
+ * (part "data") and key statistics (part "keystats"), the framework, the
+ * predicate and the backend.  The paper's Table 3.2 names
+ * (xps_create_context, xps_put_data, xps_get_stats, ...) are aliases of
+ * these, listed at the end of this header: the same functions, exported
+ * under both names.
+ */
+
 /* --- control (paper Table 3.2) -------------------------------------- */
 
 /*
@@ -87,21 +122,21 @@ struct xps_context_opts {
  * handler in @obj_file.  Refused with EEXIST when that port already has a
  * context.
  */
-LIBXPS_API struct xps_context *xps_create_context(const char *obj_file,
-						  int server_sock);
+LIBXPS_API struct xps_context *xps_context__create(const char *obj_file,
+						   int server_sock);
 /* The same for an explicit predicate (no socket needed). */
 LIBXPS_API struct xps_context *
-xps_create_context_pred(const char *obj_file, const struct xps_predicate *pred,
-			const struct xps_context_opts *opts);
+xps_context__create_pred(const char *obj_file, const struct xps_predicate *pred,
+			 const struct xps_context_opts *opts);
 /*
  * Replace the handler of @ctx with the one in @obj_file, atomically: every
  * request runs either the old or the new handler.  The data map is kept
  * when the new object's has the same layout.
  */
-LIBXPS_API int xps_update_context(struct xps_context *ctx,
-				  const char *obj_file);
+LIBXPS_API int xps_context__update(struct xps_context *ctx,
+				   const char *obj_file);
 /* Remove the context and every trace of it; frees @ctx. */
-LIBXPS_API int xps_delete_context(struct xps_context *ctx);
+LIBXPS_API int xps_context__delete(struct xps_context *ctx);
 
 /* Find an existing context by name (e.g. from another process). */
 LIBXPS_API struct xps_context *xps_context__open(const char *name);
@@ -148,54 +183,57 @@ LIBXPS_API int xps_framework__map_fd(enum xps_fw_map map);
 LIBXPS_API int xps_context__stats(const struct xps_context *ctx,
 				  struct xps_handler_stats *stats);
 /* Zero the handler counters and key statistics. */
-LIBXPS_API int xps_context__reset_stats(struct xps_context *ctx);
+LIBXPS_API int xps_context__stats_reset(struct xps_context *ctx);
 
 /* Call @cb for every context (sub-contexts included); stops on non-zero. */
 typedef int (*xps_context_cb)(const struct xps_ctx_info *info, __u32 slot,
 			      void *data);
-LIBXPS_API int xps_for_each_context(xps_context_cb cb, void *data);
+LIBXPS_API int xps_context__for_each(xps_context_cb cb, void *data);
 
 /* --- data (paper Table 3.2) ----------------------------------------- */
 
 /* Insert; EEXIST if the key is there. */
-LIBXPS_API int xps_put_data(struct xps_context *ctx, const void *key,
-			    const void *value);
+LIBXPS_API int xps_context__data_put(struct xps_context *ctx, const void *key,
+				     const void *value);
 /* Replace; ENOENT if the key is not there. */
-LIBXPS_API int xps_update_data(struct xps_context *ctx, const void *key,
-			       const void *value);
+LIBXPS_API int xps_context__data_update(struct xps_context *ctx,
+					const void *key, const void *value);
 /* Insert or replace. */
-LIBXPS_API int xps_set_data(struct xps_context *ctx, const void *key,
-			    const void *value);
-LIBXPS_API int xps_get_data(struct xps_context *ctx, const void *key,
-			    void *value);
-LIBXPS_API int xps_delete_data(struct xps_context *ctx, const void *key);
+LIBXPS_API int xps_context__data_set(struct xps_context *ctx, const void *key,
+				     const void *value);
+LIBXPS_API int xps_context__data_get(struct xps_context *ctx, const void *key,
+				     void *value);
+LIBXPS_API int xps_context__data_delete(struct xps_context *ctx,
+					const void *key);
 /*
  * Batch variants: @keys and @values are arrays of *@count packed entries of
  * the map's key and value size.  On return *@count holds how many were
  * applied (all of them unless an error is returned).
  */
-LIBXPS_API int xps_put_data_batch(struct xps_context *ctx, const void *keys,
-				  const void *values, __u32 *count);
-LIBXPS_API int xps_update_data_batch(struct xps_context *ctx,
-				     const void *keys, const void *values,
-				     __u32 *count);
-LIBXPS_API int xps_delete_data_batch(struct xps_context *ctx,
-				     const void *keys, __u32 *count);
+LIBXPS_API int xps_context__data_put_batch(struct xps_context *ctx,
+					   const void *keys,
+					   const void *values, __u32 *count);
+LIBXPS_API int xps_context__data_update_batch(struct xps_context *ctx,
+					      const void *keys,
+					      const void *values,
+					      __u32 *count);
+LIBXPS_API int xps_context__data_delete_batch(struct xps_context *ctx,
+					      const void *keys, __u32 *count);
 /* Key and value sizes of the data map. */
-LIBXPS_API int xps_data_sizes(const struct xps_context *ctx, __u32 *key_size,
-			      __u32 *value_size);
+LIBXPS_API int xps_context__data_sizes(const struct xps_context *ctx,
+				       __u32 *key_size, __u32 *value_size);
 
 /* --- statistics (paper Table 3.2) ----------------------------------- */
 
 /* Accesses of @key by the handler (0 when never looked up). */
-LIBXPS_API int xps_get_stats(struct xps_context *ctx, const void *key,
-			     __u64 *count);
+LIBXPS_API int xps_context__keystats_get(struct xps_context *ctx,
+					 const void *key, __u64 *count);
 
 typedef int (*xps_keystat_cb)(const void *key, __u32 key_size, __u64 count,
 			      void *data);
 /* Every key the handler looked up, with its access count. */
-LIBXPS_API int xps_get_allstats(struct xps_context *ctx, xps_keystat_cb cb,
-				void *data);
+LIBXPS_API int xps_context__keystats_for_each(struct xps_context *ctx,
+					      xps_keystat_cb cb, void *data);
 
 /* --- composability (paper Table 3.2) -------------------------------- */
 
@@ -203,18 +241,19 @@ LIBXPS_API int xps_get_allstats(struct xps_context *ctx, xps_keystat_cb cb,
  * A context for @server_sock that runs no handler itself but selects a
  * sub-context by the @len (1..8) payload bytes at @offset.
  */
-LIBXPS_API struct xps_context *xps_create_compcontext(int server_sock,
-						      int offset, int len);
+LIBXPS_API struct xps_context *xps_context__create_comp(int server_sock,
+							int offset, int len);
 LIBXPS_API struct xps_context *
-xps_create_compcontext_pred(const struct xps_predicate *pred, int offset,
-			    int len, const struct xps_context_opts *opts);
+xps_context__create_comp_pred(const struct xps_predicate *pred, int offset,
+			      int len, const struct xps_context_opts *opts);
 /* Run the handler in @obj_file for messages whose value is @value. */
-LIBXPS_API struct xps_context *xps_create_subcontext(struct xps_context *comp,
-						     const char *obj_file,
-						     const void *value);
 LIBXPS_API struct xps_context *
-xps_create_subcontext_opts(struct xps_context *comp, const char *obj_file,
-			   const void *value, const struct xps_context_opts *opts);
+xps_context__create_sub(struct xps_context *comp, const char *obj_file,
+			const void *value);
+LIBXPS_API struct xps_context *
+xps_context__create_sub_opts(struct xps_context *comp, const char *obj_file,
+			     const void *value,
+			     const struct xps_context_opts *opts);
 
 /* --- system ---------------------------------------------------------- */
 
@@ -229,14 +268,14 @@ struct xps_status {
 	char kernel_release[65];
 };
 
-LIBXPS_API int xps_get_status(struct xps_status *st);
+LIBXPS_API int xps_framework__status(struct xps_status *st);
 /*
  * Delete every context and remove all XPS state now.  Unlike deleting the
  * last context, this does not wait for enrolled stock-backend connections
  * to drain: bytes they have in flight inside the sockhash may be lost.
  */
-LIBXPS_API int xps_purge(void);
-LIBXPS_API const char *xps_backend_name(__u32 backend);
+LIBXPS_API int xps_framework__purge(void);
+LIBXPS_API const char *xps_backend__name(__u32 backend);
 /*
  * The predicate of a bound TCP or UDP socket (a listening server's): its
  * protocol, local port and local address (none for a wildcard bind), any
@@ -245,6 +284,86 @@ LIBXPS_API const char *xps_backend_name(__u32 backend);
  * Returns -EPROTONOSUPPORT (neither TCP nor UDP), -EAFNOSUPPORT (neither
  * IPv4 nor IPv6), -EINVAL (not bound to a port) or getsockname()'s error.
  */
+LIBXPS_API int xps_predicate__from_socket(int sock, struct xps_predicate *pred);
+
+/* --- aliases ---------------------------------------------------------- */
+
+/*
+ * The paper's Table 3.2 names and the other names of libxps 0.1.0: each is
+ * the function named beside it, exported under both names (the same code,
+ * the same arguments and results).
+ */
+/* = xps_context__create */
+LIBXPS_API struct xps_context *xps_create_context(const char *obj_file,
+						  int server_sock);
+/* = xps_context__create_pred */
+LIBXPS_API struct xps_context *
+xps_create_context_pred(const char *obj_file, const struct xps_predicate *pred,
+			const struct xps_context_opts *opts);
+/* = xps_context__update */
+LIBXPS_API int xps_update_context(struct xps_context *ctx,
+				  const char *obj_file);
+/* = xps_context__delete */
+LIBXPS_API int xps_delete_context(struct xps_context *ctx);
+/* = xps_context__stats_reset */
+LIBXPS_API int xps_context__reset_stats(struct xps_context *ctx);
+/* = xps_context__for_each */
+LIBXPS_API int xps_for_each_context(xps_context_cb cb, void *data);
+/* = xps_context__data_put */
+LIBXPS_API int xps_put_data(struct xps_context *ctx, const void *key,
+			    const void *value);
+/* = xps_context__data_update */
+LIBXPS_API int xps_update_data(struct xps_context *ctx, const void *key,
+			       const void *value);
+/* = xps_context__data_set */
+LIBXPS_API int xps_set_data(struct xps_context *ctx, const void *key,
+			    const void *value);
+/* = xps_context__data_get */
+LIBXPS_API int xps_get_data(struct xps_context *ctx, const void *key,
+			    void *value);
+/* = xps_context__data_delete */
+LIBXPS_API int xps_delete_data(struct xps_context *ctx, const void *key);
+/* = xps_context__data_put_batch */
+LIBXPS_API int xps_put_data_batch(struct xps_context *ctx, const void *keys,
+				  const void *values, __u32 *count);
+/* = xps_context__data_update_batch */
+LIBXPS_API int xps_update_data_batch(struct xps_context *ctx,
+				     const void *keys, const void *values,
+				     __u32 *count);
+/* = xps_context__data_delete_batch */
+LIBXPS_API int xps_delete_data_batch(struct xps_context *ctx,
+				     const void *keys, __u32 *count);
+/* = xps_context__data_sizes */
+LIBXPS_API int xps_data_sizes(const struct xps_context *ctx, __u32 *key_size,
+			      __u32 *value_size);
+/* = xps_context__keystats_get */
+LIBXPS_API int xps_get_stats(struct xps_context *ctx, const void *key,
+			     __u64 *count);
+/* = xps_context__keystats_for_each */
+LIBXPS_API int xps_get_allstats(struct xps_context *ctx, xps_keystat_cb cb,
+				void *data);
+/* = xps_context__create_comp */
+LIBXPS_API struct xps_context *xps_create_compcontext(int server_sock,
+						      int offset, int len);
+/* = xps_context__create_comp_pred */
+LIBXPS_API struct xps_context *
+xps_create_compcontext_pred(const struct xps_predicate *pred, int offset,
+			    int len, const struct xps_context_opts *opts);
+/* = xps_context__create_sub */
+LIBXPS_API struct xps_context *xps_create_subcontext(struct xps_context *comp,
+						     const char *obj_file,
+						     const void *value);
+/* = xps_context__create_sub_opts */
+LIBXPS_API struct xps_context *
+xps_create_subcontext_opts(struct xps_context *comp, const char *obj_file,
+			   const void *value, const struct xps_context_opts *opts);
+/* = xps_framework__status */
+LIBXPS_API int xps_get_status(struct xps_status *st);
+/* = xps_framework__purge */
+LIBXPS_API int xps_purge(void);
+/* = xps_backend__name */
+LIBXPS_API const char *xps_backend_name(__u32 backend);
+/* = xps_predicate__from_socket */
 LIBXPS_API int xps_predicate_from_socket(int sock, struct xps_predicate *pred);
 
 #ifdef __cplusplus
