@@ -64,14 +64,14 @@ int main(int argc, char **argv)
 	p.lport = atoi(argv[2]);
 	kp.lport = p.lport + 1;
 	rounds = atoi(argv[3]);
-	xps_purge();
+	xps_framework__purge();
 	/*
 	 * The framework loads with the first context: measure that once,
 	 * then keep it loaded so create_context measures the handler (as
 	 * the paper's Table 3.7 separates "framework load").
 	 */
 	t = now_us();
-	keeper = xps_create_context_pred(argv[1], &kp, NULL);
+	keeper = xps_context__create_pred(argv[1], &kp, NULL);
 	if (!keeper) {
 		fprintf(stderr, "create_context: %s\n", strerror(errno));
 		return 1;
@@ -79,19 +79,19 @@ int main(int argc, char **argv)
 	add(&fw, now_us() - t);
 	for (r = 0; r < (int)rounds; r++) {
 		t = now_us();
-		ctx = xps_create_context_pred(argv[1], &p, NULL);
+		ctx = xps_context__create_pred(argv[1], &p, NULL);
 		if (!ctx) {
 			fprintf(stderr, "create_context: %s\n", strerror(errno));
 			return 1;
 		}
 		add(&create, now_us() - t);
 		t = now_us();
-		if (xps_update_context(ctx, argv[1])) {
+		if (xps_context__update(ctx, argv[1])) {
 			fprintf(stderr, "update_context: %s\n", strerror(errno));
 			goto out;
 		}
 		add(&update, now_us() - t);
-		if (xps_data_sizes(ctx, &ks, &vs)) {
+		if (xps_context__data_sizes(ctx, &ks, &vs)) {
 			fprintf(stderr, "%s has no data map\n", argv[1]);
 			goto out;
 		}
@@ -104,27 +104,27 @@ int main(int argc, char **argv)
 		for (i = 0; i < keys; i++) {
 			memcpy(k, &i, ks < 4 ? ks : 4);
 			t = now_us();
-			if (xps_put_data(ctx, k, v))
+			if (xps_context__data_put(ctx, k, v))
 				break;
 			add(&put, now_us() - t);
 		}
 		for (i = 0; i < keys; i++) {
 			memcpy(k, &i, ks < 4 ? ks : 4);
 			t = now_us();
-			xps_update_data(ctx, k, v);
+			xps_context__data_update(ctx, k, v);
 			add(&upd, now_us() - t);
 		}
 		for (i = 0; i < keys; i++) {
 			memcpy(k, &i, ks < 4 ? ks : 4);
 			t = now_us();
-			xps_delete_data(ctx, k);
+			xps_context__data_delete(ctx, k);
 			add(&del, now_us() - t);
 		}
 		free(k);
 		free(v);
-		xps_delete_context(ctx);
+		xps_context__delete(ctx);
 	}
-	xps_delete_context(keeper);
+	xps_context__delete(keeper);
 	report("framework_and_first_context", &fw);
 	report("create_context", &create);
 	report("update_context", &update);
@@ -134,7 +134,7 @@ int main(int argc, char **argv)
 	err = 0;
 	return err;
 out:
-	xps_delete_context(ctx);
-	xps_delete_context(keeper);
+	xps_context__delete(ctx);
+	xps_context__delete(keeper);
 	return err;
 }

@@ -14,13 +14,11 @@
 #define XPSCTL_LABEL_HANDLER "handler"
 
 #define XPS_CTX_OPTS(var, nm)						\
-	struct xps_context_opts var = {					\
-		.sz = sizeof(struct xps_context_opts), .name = (nm),	\
-		.label = XPSCTL_LABEL_HANDLER }
+	DECLARE_XPS_OPTS(xps_context_opts, var, .name = (nm),		\
+			 .label = XPSCTL_LABEL_HANDLER)
 #define XPS_CTX_OPTS_SHARE(var, nm, sh)					\
-	struct xps_context_opts var = {					\
-		.sz = sizeof(struct xps_context_opts), .name = (nm),	\
-		.share = (sh), .label = XPSCTL_LABEL_HANDLER }
+	DECLARE_XPS_OPTS(xps_context_opts, var, .name = (nm),		\
+			 .share = (sh), .label = XPSCTL_LABEL_HANDLER)
 
 /* the command prints -o prometheus output (an object: one of its commands) */
 #define CMD_PROMETHEUS	(1u << 0)

@@ -117,17 +117,17 @@ out:
 
 static int do_put(int argc, char **argv)
 {
-	return write_cmd(argc, argv, "put", xps_put_data);
+	return write_cmd(argc, argv, "put", xps_context__data_put);
 }
 
 static int do_update(int argc, char **argv)
 {
-	return write_cmd(argc, argv, "update", xps_update_data);
+	return write_cmd(argc, argv, "update", xps_context__data_update);
 }
 
 static int do_set(int argc, char **argv)
 {
-	return write_cmd(argc, argv, "set", xps_set_data);
+	return write_cmd(argc, argv, "set", xps_context__data_set);
 }
 
 static int key_cmd(int argc, char **argv, bool del)
@@ -141,12 +141,12 @@ static int key_cmd(int argc, char **argv, bool del)
 	}
 	if (io_open(&io, argv[0]) || encode(&io.key, "KEY", argv[1], io.k))
 		goto out;
-	err = xps_get_data(io.ctx, io.k, io.v);
+	err = xps_context__data_get(io.ctx, io.k, io.v);
 	/* kv-cache: the entry under the key's hash may hold another key */
 	if (!err && io.key.kvhash && !codec_kv_holds(io.v, argv[1]))
 		err = -ENOENT;
 	if (!err && del)
-		err = xps_delete_data(io.ctx, io.k);
+		err = xps_context__data_delete(io.ctx, io.k);
 	if (err == -ENOENT)
 		p_err("no key '%s' in %s", argv[1], argv[0]);
 	else if (err)
@@ -252,7 +252,7 @@ static int do_load(int argc, char **argv)
 			goto out;
 		}
 		codec_kv_bind(&io.key, key, io.v);
-		e = xps_set_data(io.ctx, io.k, io.v);
+		e = xps_context__data_set(io.ctx, io.k, io.v);
 		if (e) {
 			p_err("%s:%llu: %s (after %llu entries)", argv[1],
 			      (unsigned long long)lineno,

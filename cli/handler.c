@@ -158,7 +158,7 @@ static void print_ctx(const struct xps_ctx_info *info, __u32 slot)
 	}
 	if (info->pred.mask & XPS_PRED_RPORT)
 		out_u64("rport", info->pred.rport);
-	out_str("backend", xps_backend_name(info->backend));
+	out_str("backend", xps_backend__name(info->backend));
 	out_u64("slot", slot);
 	if (info->flags & XPS_SLOT_SUB) {
 		char v[32];
@@ -189,7 +189,7 @@ static int do_list(int argc, char **argv)
 		return 1;
 	}
 	out_begin_array(NULL);
-	err = xps_for_each_context(print_one, NULL);
+	err = xps_context__for_each(print_one, NULL);
 	out_end_array();
 	return err < 0 ? lib_err("handler list", err) : 0;
 }
@@ -271,7 +271,7 @@ static int do_attach(int argc, char **argv)
 		comp = open_ctx(parent);
 		if (!comp)
 			return 1;
-		ctx = xps_create_subcontext_opts(comp, obj, v, &opts);
+		ctx = xps_context__create_sub_opts(comp, obj, v, &opts);
 		xps_context__close(comp);
 		if (!ctx)
 			return lib_err("handler attach", -errno);
@@ -284,7 +284,7 @@ static int do_attach(int argc, char **argv)
 	{
 		XPS_CTX_OPTS_SHARE(opts, name, share);
 
-		ctx = xps_create_context_pred(obj, &p, &opts);
+		ctx = xps_context__create_pred(obj, &p, &opts);
 	}
 	if (!ctx)
 		return lib_err("handler attach", -errno);
@@ -308,7 +308,7 @@ static int do_comp(int argc, char **argv)
 	{
 		XPS_CTX_OPTS(opts, name);
 
-		ctx = xps_create_compcontext_pred(&p, offset, len, &opts);
+		ctx = xps_context__create_comp_pred(&p, offset, len, &opts);
 	}
 	if (!ctx)
 		return lib_err("handler comp", -errno);
@@ -326,7 +326,7 @@ static int do_detach(int argc, char **argv)
 	ctx = open_ctx(argv[0]);
 	if (!ctx)
 		return 1;
-	if (xps_delete_context(ctx))
+	if (xps_context__delete(ctx))
 		return lib_err("handler detach", -errno);
 	out_begin_object(NULL);
 	out_str("detached", argv[0]);
@@ -346,7 +346,7 @@ static int do_update(int argc, char **argv)
 	ctx = open_ctx(argv[0]);
 	if (!ctx)
 		return 1;
-	err = xps_update_context(ctx, argv[1]);
+	err = xps_context__update(ctx, argv[1]);
 	if (err) {
 		xps_context__close(ctx);
 		return lib_err("handler update", err);

@@ -122,11 +122,12 @@ void svc_ctx_opts(const struct svc_setup *s, struct xps_context_opts *opts,
 	else
 		snprintf(label, label_sz, SVC_LABEL_PREFIX "%s:%s",
 			 s->kind->name, s->name);
-	memset(opts, 0, sizeof(*opts));
-	opts->sz = sizeof(*opts);
-	opts->name = name;
-	opts->share = share;
-	opts->label = label;
+	{
+		DECLARE_XPS_OPTS(xps_context_opts, o, .name = name,
+				 .share = share, .label = label);
+
+		*opts = o;
+	}
 }
 
 struct xps_context *svc_attach(const struct svc_setup *s, __u8 proto,
@@ -139,7 +140,7 @@ struct xps_context *svc_attach(const struct svc_setup *s, __u8 proto,
 	struct xps_context *ctx;
 
 	svc_ctx_opts(s, &opts, label, sizeof(label), name, share, main);
-	ctx = xps_create_context_pred(s->obj, &p, &opts);
+	ctx = xps_context__create_pred(s->obj, &p, &opts);
 	if (!ctx)
 		lib_err("service", -errno);
 	return ctx;
@@ -232,7 +233,7 @@ static int delete_ctx(const char *name)
 
 	if (!ctx)
 		return 1;
-	if (xps_delete_context(ctx))
+	if (xps_context__delete(ctx))
 		return lib_err("service stop", -errno);
 	return 0;
 }
@@ -251,7 +252,7 @@ int svc_remove(const char *name)
 		return 1;
 	}
 	o->owner = name;
-	xps_for_each_context(collect_owned, o);
+	xps_context__for_each(collect_owned, o);
 	for (i = 0; i < o->n && !err; i++)
 		err = delete_ctx(o->names[i]);
 	free(o);
@@ -504,7 +505,7 @@ static int do_list(int argc, char **argv)
 		return 1;
 	}
 	out_begin_array(NULL);
-	err = xps_for_each_context(list_one, NULL);
+	err = xps_context__for_each(list_one, NULL);
 	out_end_array();
 	return err < 0 ? lib_err("service list", err) : 0;
 }

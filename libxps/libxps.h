@@ -85,8 +85,8 @@ struct xps_context_opts {
 	 * state, versions, key statistics) with this existing context, whose
 	 * handler must declare them alike: e.g. one cache for a service's TCP
 	 * and UDP ports, so that a write on either invalidates both.
-	 * xps_context__create_pred() only: the composability constructors
-	 * refuse it (EINVAL).
+	 * xps_context__create_pred() only: xps_context__create_comp_pred()
+	 * refuses it (EINVAL), xps_context__create_sub_opts() ignores it.
 	 */
 	const char *share;
 	/*

@@ -130,7 +130,7 @@ static int http_setup(struct svc_setup *s)
 		return -1;
 	if (set_http_state(ctx, a->common.port))
 		goto fail;
-	if (xps_data_sizes(ctx, &ks, &vs) || ks != sizeof(struct http_method_key) ||
+	if (xps_context__data_sizes(ctx, &ks, &vs) || ks != sizeof(struct http_method_key) ||
 	    vs != sizeof(struct http_action)) {
 		p_err("the http_filter object has an unexpected data map");
 		goto fail;
@@ -141,7 +141,7 @@ static int http_setup(struct svc_setup *s)
 
 		parse_block(blocks.v[i], key.m, sizeof(key.m), &status);
 		val.status = status;
-		if (xps_set_data(ctx, &key, &val)) {
+		if (xps_context__data_set(ctx, &key, &val)) {
 			lib_err("service http", -errno);
 			goto fail;
 		}
@@ -150,7 +150,7 @@ static int http_setup(struct svc_setup *s)
 	s->port = a->common.port;
 	return 0;
 fail:
-	xps_delete_context(ctx);
+	xps_context__delete(ctx);
 	return -1;
 }
 

@@ -41,7 +41,7 @@ static int memcached_setup(struct svc_setup *s)
 		uctx = svc_attach(s, IPPROTO_UDP, a->common.port, uname,
 				  s->name, false);
 		if (!uctx) {
-			xps_delete_context(ctx);
+			xps_context__delete(ctx);
 			return -1;
 		}
 		xps_context__close(uctx);

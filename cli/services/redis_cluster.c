@@ -33,7 +33,7 @@ static int add_type(const struct svc_setup *s, struct xps_context *comp,
 	struct xps_context *ctx;
 
 	svc_ctx_opts(s, &opts, label, sizeof(label), name, share, false);
-	ctx = xps_create_subcontext_opts(comp, s->obj, val, &opts);
+	ctx = xps_context__create_sub_opts(comp, s->obj, val, &opts);
 	if (!ctx)
 		return lib_err("service redis-cluster", -errno);
 	xps_context__close(ctx);
@@ -86,7 +86,7 @@ static int cluster_setup(struct svc_setup *s)
 	s->argv[--n] = NULL;	/* the same, without --check */
 
 	svc_ctx_opts(s, &opts, label, sizeof(label), s->name, NULL, true);
-	comp = xps_create_compcontext_pred(&p, CLUSTER_OFF_TYPE, 2, &opts);
+	comp = xps_context__create_comp_pred(&p, CLUSTER_OFF_TYPE, 2, &opts);
 	if (!comp) {
 		lib_err("service redis-cluster", -errno);
 		return -1;
@@ -108,7 +108,7 @@ static int cluster_setup(struct svc_setup *s)
 	s->port = p.lport;
 	return 0;
 fail:
-	xps_delete_context(comp);	/* and its sub-contexts */
+	xps_context__delete(comp);	/* and its sub-contexts */
 	return -1;
 }
 

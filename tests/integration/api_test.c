@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * libxps API test: the paper's Table 3.2 through the library, against the
- * running kernel.  Usage: api_test BPF_DIR (the directory with kv.bpf.o,
+ * running kernel, under the API's names and under the paper's (aliases of
+ * the same functions), and the options structs' size checks.  Usage: api_test BPF_DIR (the directory with kv.bpf.o,
  * echo.bpf.o, upper.bpf.o).
  */
 #include <arpa/inet.h>
@@ -66,6 +67,15 @@ static void kv(struct kv_key *k, struct kv_value *v, const char *key,
 	memcpy(v->v, val, v->len);
 }
 
+static int count_contexts(const struct xps_ctx_info *info, __u32 slot,
+			  void *data)
+{
+	(void)info;
+	(void)slot;
+	(*(int *)data)++;
+	return 0;
+}
+
 static int count_keys(const void *key, __u32 key_size, __u64 count, void *data)
 {
 	(void)key;
@@ -73,6 +83,197 @@ static int count_keys(const void *key, __u32 key_size, __u64 count, void *data)
 	(void)count;
 	(*(int *)data)++;
 	return 0;
+}
+
+/*
+ * A struct xps_context_opts as a caller built against a newer libxps.h
+ * lays it out: this one's fields, then one it does not know.
+ */
+struct newer_context_opts {
+	struct xps_context_opts known;
+	__u64 future;
+};
+
+static void opts_checks(const char *obj_echo)
+{
+	struct xps_predicate p = { .proto = IPPROTO_TCP, .lport = 17253 };
+	DECLARE_XPS_OPTS(xps_context_opts, plain, .name = "opts");
+	struct newer_context_opts newer;
+	struct xps_context_opts older;
+	char label[XPS_LABEL_LEN];
+	struct xps_context *c;
+
+	printf("options: DECLARE_XPS_OPTS, older and newer callers\n");
+	CHECK(plain.sz == sizeof(struct xps_context_opts) && !plain.share &&
+	      !plain.label && !strcmp(plain.name, "opts"),
+	      "DECLARE_XPS_OPTS sets sz and the fields given, nothing else");
+
+	/* a newer caller that sets a field this libxps does not know */
+	memset(&newer, 0, sizeof(newer));
+	newer.known.sz = sizeof(newer);
+	newer.known.name = "opts";
+	newer.future = 1;
+	last_warn[0] = '\0';
+	c = xps_context__create_pred(obj_echo, &p, &newer.known);
+	CHECK(!c && errno == EINVAL, "a field past the known ones is refused");
+	CHECK(strstr(last_warn, "struct xps_context_opts") &&
+	      strstr(last_warn, "newer"), "and says why: '%s'", last_warn);
+	if (c)
+		xps_context__delete(c);
+	c = xps_context__create_comp_pred(&p, 0, 1, &newer.known);
+	CHECK(!c && errno == EINVAL, "comp: a field past the known ones is refused");
+	if (c)
+		xps_context__delete(c);
+
+	/* the same caller leaving that field zero asks for nothing new */
+	newer.future = 0;
+	c = xps_context__create_pred(obj_echo, &p, &newer.known);
+	CHECK(c, "a larger struct with its new fields zero is taken: %s",
+	      last_warn);
+	if (c)
+		CHECK(!xps_context__delete(c), "delete");
+
+	/* an older caller, without .label: the label is not read */
+	memset(&older, 0, sizeof(older));
+	older.sz = offsetof(struct xps_context_opts, label);
+	older.name = "opts";
+	older.label = "beyond the caller's struct";
+	c = xps_context__create_pred(obj_echo, &p, &older);
+	CHECK(c && !xps_context__label(c, label, sizeof(label)) && !label[0],
+	      "an older caller's struct is read up to its sz only");
+	if (c)
+		xps_context__delete(c);
+
+	older.sz = sizeof(size_t) - 1;
+	c = xps_context__create_pred(obj_echo, &p, &older);
+	CHECK(!c && errno == EINVAL, "sz smaller than sz itself is refused");
+	if (c)
+		xps_context__delete(c);
+}
+
+/*
+ * The paper's Table 3.2 names (and 0.1.0's others) are the same functions
+ * as the new names: the same addresses, and the same results when called.
+ */
+static void paper_aliases(const char *obj_kv, const char *obj_echo)
+{
+	struct xps_context *ctx, *comp, *sub, *again;
+	struct kv_key keys[2], k;
+	struct kv_value vals[2], v, got;
+	struct xps_predicate pred;
+	struct xps_status status;
+	__u32 n, ks, vs;
+	__u64 count;
+	int sock, usock, nkeys = 0, ncontexts = 0;
+
+	printf("the paper's names: aliases of the API's\n");
+	CHECK((void *)xps_create_context == (void *)xps_context__create &&
+	      (void *)xps_create_context_pred == (void *)xps_context__create_pred &&
+	      (void *)xps_update_context == (void *)xps_context__update &&
+	      (void *)xps_delete_context == (void *)xps_context__delete &&
+	      (void *)xps_put_data == (void *)xps_context__data_put &&
+	      (void *)xps_update_data == (void *)xps_context__data_update &&
+	      (void *)xps_set_data == (void *)xps_context__data_set &&
+	      (void *)xps_get_data == (void *)xps_context__data_get &&
+	      (void *)xps_delete_data == (void *)xps_context__data_delete &&
+	      (void *)xps_put_data_batch == (void *)xps_context__data_put_batch &&
+	      (void *)xps_update_data_batch == (void *)xps_context__data_update_batch &&
+	      (void *)xps_delete_data_batch == (void *)xps_context__data_delete_batch &&
+	      (void *)xps_data_sizes == (void *)xps_context__data_sizes &&
+	      (void *)xps_get_stats == (void *)xps_context__keystats_get &&
+	      (void *)xps_get_allstats == (void *)xps_context__keystats_for_each &&
+	      (void *)xps_create_compcontext == (void *)xps_context__create_comp &&
+	      (void *)xps_create_compcontext_pred == (void *)xps_context__create_comp_pred &&
+	      (void *)xps_create_subcontext == (void *)xps_context__create_sub &&
+	      (void *)xps_create_subcontext_opts == (void *)xps_context__create_sub_opts &&
+	      (void *)xps_context__reset_stats == (void *)xps_context__stats_reset &&
+	      (void *)xps_for_each_context == (void *)xps_context__for_each &&
+	      (void *)xps_get_status == (void *)xps_framework__status &&
+	      (void *)xps_purge == (void *)xps_framework__purge &&
+	      (void *)xps_backend_name == (void *)xps_backend__name &&
+	      (void *)xps_predicate_from_socket == (void *)xps_predicate__from_socket,
+	      "every alias is the function it names");
+
+	sock = bound_socket(SOCK_STREAM, 17254);
+	usock = bound_socket(SOCK_DGRAM, 17255);
+	if (sock < 0 || usock < 0) {
+		CHECK(0, "bind 17254/17255: %s", strerror(errno));
+		goto out;
+	}
+	CHECK(!xps_predicate_from_socket(sock, &pred) && pred.lport == 17254,
+	      "xps_predicate_from_socket");
+	ctx = xps_create_context(obj_kv, sock);
+	CHECK(ctx, "xps_create_context: %s", last_warn);
+	if (!ctx)
+		goto out;
+	CHECK(!strcmp(xps_context__name(ctx), "kv-17254"), "the same name");
+	CHECK(!xps_create_context(obj_echo, sock) && errno == EEXIST,
+	      "xps_create_context refuses a second context alike");
+	CHECK(!xps_get_status(&status) && status.loaded && status.contexts == 1,
+	      "xps_get_status: %u context(s)", status.contexts);
+	CHECK(!strcmp(xps_backend_name(status.backend_tcp),
+		      xps_backend__name(status.backend_tcp)), "xps_backend_name");
+	CHECK(xps_for_each_context(count_contexts, &ncontexts) == 0 &&
+	      ncontexts == 1, "xps_for_each_context: %d", ncontexts);
+
+	CHECK(!xps_data_sizes(ctx, &ks, &vs) && ks == sizeof(k) &&
+	      vs == sizeof(v), "xps_data_sizes");
+	kv(&k, &v, "paper", "one");
+	CHECK(!xps_put_data(ctx, &k, &v), "xps_put_data");
+	CHECK(xps_put_data(ctx, &k, &v) == -EEXIST, "xps_put_data of an existing key");
+	kv(&k, &v, "paper", "two");
+	CHECK(!xps_update_data(ctx, &k, &v), "xps_update_data");
+	CHECK(!xps_get_data(ctx, &k, &got) && got.len == 3 &&
+	      !memcmp(got.v, "two", 3), "xps_get_data after xps_update_data");
+	kv(&k, &v, "paper", "six");
+	CHECK(!xps_set_data(ctx, &k, &v) &&
+	      !xps_context__data_get(ctx, &k, &got) && !memcmp(got.v, "six", 3),
+	      "xps_set_data, read by the new name");
+	CHECK(!xps_delete_data(ctx, &k) && xps_delete_data(ctx, &k) == -ENOENT,
+	      "xps_delete_data");
+	kv(&keys[0], &vals[0], "pa", "1");
+	kv(&keys[1], &vals[1], "pb", "2");
+	n = 2;
+	CHECK(!xps_put_data_batch(ctx, keys, vals, &n) && n == 2,
+	      "xps_put_data_batch");
+	n = 2;
+	CHECK(!xps_update_data_batch(ctx, keys, vals, &n) && n == 2,
+	      "xps_update_data_batch");
+	CHECK(!xps_get_stats(ctx, &keys[0], &count) && count == 0,
+	      "xps_get_stats");
+	CHECK(xps_get_allstats(ctx, count_keys, &nkeys) == 0 && nkeys == 0,
+	      "xps_get_allstats");
+	CHECK(!xps_context__reset_stats(ctx), "xps_context__reset_stats");
+	CHECK(!xps_update_context(ctx, obj_kv) &&
+	      !xps_get_data(ctx, &keys[1], &got), "xps_update_context keeps data");
+	n = 2;
+	CHECK(!xps_delete_data_batch(ctx, keys, &n) && n == 2,
+	      "xps_delete_data_batch");
+
+	comp = xps_create_compcontext(usock, 0, 1);
+	CHECK(comp, "xps_create_compcontext: %s", last_warn);
+	if (comp) {
+		DECLARE_XPS_OPTS(xps_context_opts, so, .name = "paper-sub");
+
+		sub = xps_create_subcontext(comp, obj_echo, "e");
+		CHECK(sub, "xps_create_subcontext: %s", last_warn);
+		xps_context__close(sub);
+		sub = xps_create_subcontext_opts(comp, obj_echo, "f", &so);
+		CHECK(sub && !strcmp(xps_context__name(sub), "paper-sub"),
+		      "xps_create_subcontext_opts: %s", last_warn);
+		xps_context__close(sub);
+		CHECK(!xps_delete_context(comp), "xps_delete_context (comp)");
+	}
+	CHECK(!xps_delete_context(ctx), "xps_delete_context");
+	again = xps_context__open("kv-17254");
+	CHECK(!again && errno == ENOENT, "gone after xps_delete_context");
+	xps_context__close(again);
+	CHECK(!xps_purge() && access(XPS_PIN_ROOT, F_OK) != 0, "xps_purge");
+out:
+	if (sock >= 0)
+		close(sock);
+	if (usock >= 0)
+		close(usock);
 }
 
 int main(int argc, char **argv)
@@ -95,7 +296,7 @@ int main(int argc, char **argv)
 	snprintf(obj_echo, sizeof(obj_echo), "%s/echo.bpf.o", argv[1]);
 	snprintf(obj_upper, sizeof(obj_upper), "%s/upper.bpf.o", argv[1]);
 	libxps_set_print(quiet_print);
-	xps_purge();
+	xps_framework__purge();
 
 	sock = bound_socket(SOCK_STREAM, 17250);
 	usock = bound_socket(SOCK_DGRAM, 17251);
@@ -105,8 +306,8 @@ int main(int argc, char **argv)
 	}
 
 	printf("create_context from a socket\n");
-	ctx = xps_create_context(obj_kv, sock);
-	CHECK(ctx, "xps_create_context: %s (%s)", strerror(errno), last_warn);
+	ctx = xps_context__create(obj_kv, sock);
+	CHECK(ctx, "xps_context__create: %s (%s)", strerror(errno), last_warn);
 	if (!ctx)
 		return 1;
 	CHECK(!strcmp(xps_context__name(ctx), "kv-17250"), "name %s",
@@ -118,57 +319,57 @@ int main(int argc, char **argv)
 	{
 		char label[XPS_LABEL_LEN], small[4], longer[XPS_LABEL_LEN + 1];
 		struct xps_predicate lp = { .proto = IPPROTO_TCP, .lport = 17252 };
-		struct xps_context_opts lo = { .sz = sizeof(lo), .name = "lbl",
-					       .label = "svc:test:owner" };
+		DECLARE_XPS_OPTS(xps_context_opts, lo, .name = "lbl",
+				 .label = "svc:test:owner");
 		struct xps_context *l;
 
 		CHECK(!xps_context__label(ctx, label, sizeof(label)) && !label[0],
 		      "no label: '%s'", label);
-		l = xps_create_context_pred(obj_echo, &lp, &lo);
+		l = xps_context__create_pred(obj_echo, &lp, &lo);
 		CHECK(l, "create with a label: %s", last_warn);
 		CHECK(l && !xps_context__label(l, label, sizeof(label)) &&
 		      !strcmp(label, "svc:test:owner"), "label '%s'", label);
 		CHECK(l && xps_context__label(l, small, sizeof(small)) == -ENOSPC,
 		      "a label larger than the buffer");
 		if (l)
-			CHECK(!xps_delete_context(l), "delete the labelled context");
+			CHECK(!xps_context__delete(l), "delete the labelled context");
 		memset(longer, 'x', sizeof(longer) - 1);
 		longer[sizeof(longer) - 1] = '\0';
 		lo.label = longer;
-		l = xps_create_context_pred(obj_echo, &lp, &lo);
+		l = xps_context__create_pred(obj_echo, &lp, &lo);
 		CHECK(!l && errno == ENAMETOOLONG, "a label too long is refused");
 		if (l)
-			xps_delete_context(l);
+			xps_context__delete(l);
 		/* the name reused without a label: no label left behind */
 		lo.label = NULL;
-		l = xps_create_context_pred(obj_echo, &lp, &lo);
+		l = xps_context__create_pred(obj_echo, &lp, &lo);
 		CHECK(l && !xps_context__label(l, label, sizeof(label)) && !label[0],
 		      "the name reused: label '%s'", label);
 		if (l)
-			xps_delete_context(l);
+			xps_context__delete(l);
 	}
 
 	printf("a second context on the same port is refused\n");
-	dup = xps_create_context(obj_echo, sock);
+	dup = xps_context__create(obj_echo, sock);
 	CHECK(!dup && errno == EEXIST, "duplicate: %p errno %d", (void *)dup, errno);
 	CHECK(strstr(last_warn, "already has context 'kv-17250'"),
 	      "clear message, got '%s'", last_warn);
 
 	printf("data: put, update, delete, batch\n");
-	CHECK(!xps_data_sizes(ctx, &ks, &vs) && ks == sizeof(k) &&
+	CHECK(!xps_context__data_sizes(ctx, &ks, &vs) && ks == sizeof(k) &&
 	      vs == sizeof(v), "sizes %u %u", ks, vs);
 	kv(&k, &v, "alpha", "one");
-	CHECK(!xps_put_data(ctx, &k, &v), "put");
-	CHECK(xps_put_data(ctx, &k, &v) == -EEXIST, "put of an existing key");
+	CHECK(!xps_context__data_put(ctx, &k, &v), "put");
+	CHECK(xps_context__data_put(ctx, &k, &v) == -EEXIST, "put of an existing key");
 	kv(&k, &v, "alpha", "two");
-	CHECK(!xps_update_data(ctx, &k, &v), "update");
-	CHECK(!xps_get_data(ctx, &k, &got) && got.len == 3 &&
+	CHECK(!xps_context__data_update(ctx, &k, &v), "update");
+	CHECK(!xps_context__data_get(ctx, &k, &got) && got.len == 3 &&
 	      !memcmp(got.v, "two", 3), "get after update");
 	kv(&k, &v, "missing", "x");
-	CHECK(xps_update_data(ctx, &k, &v) == -ENOENT, "update of a missing key");
+	CHECK(xps_context__data_update(ctx, &k, &v) == -ENOENT, "update of a missing key");
 	kv(&k, &v, "alpha", "");
-	CHECK(!xps_delete_data(ctx, &k), "delete");
-	CHECK(xps_delete_data(ctx, &k) == -ENOENT, "delete twice");
+	CHECK(!xps_context__data_delete(ctx, &k), "delete");
+	CHECK(xps_context__data_delete(ctx, &k) == -ENOENT, "delete twice");
 	for (i = 0; i < 8; i++) {
 		char key[16];
 
@@ -176,56 +377,59 @@ int main(int argc, char **argv)
 		kv(&keys[i], &vals[i], key, "v");
 	}
 	n = 8;
-	CHECK(!xps_put_data_batch(ctx, keys, vals, &n) && n == 8, "put batch %u", n);
+	CHECK(!xps_context__data_put_batch(ctx, keys, vals, &n) && n == 8, "put batch %u", n);
 	n = 8;
-	CHECK(xps_put_data_batch(ctx, keys, vals, &n) == -EEXIST && n == 0,
+	CHECK(xps_context__data_put_batch(ctx, keys, vals, &n) == -EEXIST && n == 0,
 	      "put batch of existing keys stops at the first: %u", n);
 	n = 8;
-	CHECK(!xps_update_data_batch(ctx, keys, vals, &n) && n == 8, "update batch");
+	CHECK(!xps_context__data_update_batch(ctx, keys, vals, &n) && n == 8, "update batch");
 	n = 4;
-	CHECK(!xps_delete_data_batch(ctx, keys, &n) && n == 4, "delete batch");
-	CHECK(xps_get_data(ctx, &keys[0], &got) == -ENOENT &&
-	      !xps_get_data(ctx, &keys[5], &got), "batch delete removed 4 of 8");
+	CHECK(!xps_context__data_delete_batch(ctx, keys, &n) && n == 4, "delete batch");
+	CHECK(xps_context__data_get(ctx, &keys[0], &got) == -ENOENT &&
+	      !xps_context__data_get(ctx, &keys[5], &got), "batch delete removed 4 of 8");
 
 	printf("statistics\n");
-	CHECK(!xps_get_stats(ctx, &keys[5], &count) && count == 0,
+	CHECK(!xps_context__keystats_get(ctx, &keys[5], &count) && count == 0,
 	      "never looked up: %llu", (unsigned long long)count);
-	CHECK(xps_get_allstats(ctx, count_keys, &nkeys) == 0 && nkeys == 0,
+	CHECK(xps_context__keystats_for_each(ctx, count_keys, &nkeys) == 0 && nkeys == 0,
 	      "no key looked up yet: %d", nkeys);
 	CHECK(!xps_context__stats(ctx, &st) && st.runs == 0, "no run yet");
 
 	printf("update_context keeps the data map\n");
-	CHECK(!xps_update_context(ctx, obj_kv), "update: %s", last_warn);
-	CHECK(!xps_get_data(ctx, &keys[5], &got), "data kept across update");
-	CHECK(xps_update_context(ctx, "/nonexistent.bpf.o") < 0, "bad object refused");
-	CHECK(!xps_get_data(ctx, &keys[5], &got), "context intact after a failed update");
+	CHECK(!xps_context__update(ctx, obj_kv), "update: %s", last_warn);
+	CHECK(!xps_context__data_get(ctx, &keys[5], &got), "data kept across update");
+	CHECK(xps_context__update(ctx, "/nonexistent.bpf.o") < 0, "bad object refused");
+	CHECK(!xps_context__data_get(ctx, &keys[5], &got), "context intact after a failed update");
 
 	printf("composability\n");
-	comp = xps_create_compcontext(usock, 0, 2);
+	comp = xps_context__create_comp(usock, 0, 2);
 	CHECK(comp, "create_compcontext: %s", last_warn);
 	if (comp) {
-		sub = xps_create_subcontext(comp, obj_echo, "ec");
+		sub = xps_context__create_sub(comp, obj_echo, "ec");
 		CHECK(sub, "create_subcontext: %s", last_warn);
-		dup = xps_create_subcontext(comp, obj_upper, "ec");
+		dup = xps_context__create_sub(comp, obj_upper, "ec");
 		CHECK(!dup && errno == EEXIST, "second sub-context for one value");
-		CHECK(xps_create_compcontext(usock, 0, 9) == NULL && errno == EINVAL,
+		CHECK(xps_context__create_comp(usock, 0, 9) == NULL && errno == EINVAL,
 		      "length 9 refused");
 		if (sub) {
 			CHECK(!xps_context__info(sub, &info) &&
 			      (info.flags & XPS_SLOT_SUB), "sub-context flags");
 			xps_context__close(sub);
 		}
-		CHECK(!xps_delete_context(comp), "delete comp context");
+		CHECK(!xps_context__delete(comp), "delete comp context");
 	}
 
+	opts_checks(obj_echo);
+
 	printf("delete_context\n");
-	CHECK(!xps_delete_context(ctx), "delete");
+	CHECK(!xps_context__delete(ctx), "delete");
 	ctx = xps_context__open("kv-17250");
 	CHECK(!ctx && errno == ENOENT, "gone after delete");
 	CHECK(access(XPS_PIN_ROOT, F_OK) != 0, "no state left in " XPS_PIN_ROOT);
 
 	close(sock);
 	close(usock);
+	paper_aliases(obj_kv, obj_echo);
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
 	return failures ? 1 : 0;
 }

@@ -159,7 +159,7 @@ TINY = r"""
 
 int main(void)
 {
-	const char *name = xps_backend_name(XPS_BACKEND_NATIVE);
+	const char *name = xps_backend__name(XPS_BACKEND_NATIVE);
 
 	printf("%s\n", name ? name : "(null)");
 	return !name;
@@ -211,7 +211,7 @@ def test_install_into_a_root_and_purge():
         if not re.search(r"NEEDED\s+libxps\.so\.%s$" % SOVER, needed, re.M):
             raise AssertionError("tiny does not need libxps.so.%s:\n%s" % (SOVER, needed))
         out = run(exe, env=dict(os.environ, LD_LIBRARY_PATH=os.path.join(root, "usr/lib")))
-        eq(out.stdout.strip(), "native", "xps_backend_name() through the packaged library")
+        eq(out.stdout.strip(), "native", "xps_backend__name() through the packaged library")
         # and statically, with libbpf's own flags (Requires.private)
         static = shlex.split(run("pkg-config", "--static", "--libs", "libxps",
                                  env=env).stdout)

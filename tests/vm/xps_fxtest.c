@@ -187,9 +187,9 @@ static int make_ctx(struct ctxmaps *m, const char *dir, const char *obj,
 	struct xps_predicate p = { .proto = proto, .lport = port };
 	char path[512];
 
-	LIBBPF_OPTS(xps_context_opts, o, .name = name, .share = share);
+	DECLARE_XPS_OPTS(xps_context_opts, o, .name = name, .share = share);
 	snprintf(path, sizeof(path), "%s/%s", dir, obj);
-	m->ctx = xps_create_context_pred(path, &p, &o);
+	m->ctx = xps_context__create_pred(path, &p, &o);
 	if (!m->ctx) {
 		fprintf(stderr, "FAIL setup: context %s: %s\n", name,
 			strerror(errno));
@@ -235,7 +235,7 @@ static int kv_set(struct xps_context *ctx, const struct xps_kv_key *key,
 
 	v->key = *key;
 	xps_kv_value_seal(v);
-	return xps_set_data(ctx, &h, v);
+	return xps_context__data_set(ctx, &h, v);
 }
 
 /* -ENOENT also when the entry under the hash holds another key. */
@@ -243,7 +243,7 @@ static int kv_get(struct xps_context *ctx, const struct xps_kv_key *key,
 		  struct xps_kv_value *v)
 {
 	struct xps_kv_hkey h = xps_kv_hkey_of(key);
-	int err = xps_get_data(ctx, &h, v);
+	int err = xps_context__data_get(ctx, &h, v);
 
 	if (!err && !xps_kv_key_eq(&v->key, key))
 		err = -ENOENT;
@@ -254,7 +254,7 @@ static int kv_del(struct xps_context *ctx, const struct xps_kv_key *key)
 {
 	struct xps_kv_hkey h = xps_kv_hkey_of(key);
 
-	return xps_delete_data(ctx, &h);
+	return xps_context__data_delete(ctx, &h);
 }
 
 static void drain_queue(int fd, size_t val_size)
@@ -828,8 +828,8 @@ static void test_http_fixtures(void)
 	clock_gettime(CLOCK_REALTIME, &utc);
 	st.tai_minus_utc_ns = (tai.tv_sec - utc.tv_sec) * 1000000000ll;
 	if (bpf_map_update_elem(http.state, &zero, &st, BPF_ANY) ||
-	    xps_set_data(http.ctx, &post, &a405) ||
-	    xps_set_data(http.ctx, &put, &a444))
+	    xps_context__data_set(http.ctx, &post, &a405) ||
+	    xps_context__data_set(http.ctx, &put, &a444))
 		CHECK(0, "cannot configure the filter");
 
 	for (i = 0; i < N(http_fx); i++) {
@@ -874,8 +874,8 @@ static void test_http_fixtures(void)
 		      "%s: reply differs from nginx's 405:\n%.*s", f->desc,
 		      (int)o.len, o.b);
 	}
-	xps_delete_data(http.ctx, &post);
-	xps_delete_data(http.ctx, &put);
+	xps_context__data_delete(http.ctx, &post);
+	xps_context__data_delete(http.ctx, &put);
 	h_end();
 }
 
@@ -977,7 +977,7 @@ static void teardown(void)
 
 	for (i = 0; i < N(all); i++) {
 		if (all[i]->ctx)
-			xps_delete_context(all[i]->ctx);
+			xps_context__delete(all[i]->ctx);
 		if (all[i]->state >= 0)
 			close(all[i]->state);
 		if (all[i]->versions >= 0)
