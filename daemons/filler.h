@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * What the cache fillers (xps-redisd, xps-memcachedd) share: the context's
- * pinned maps, the coherence protocol's commit (docs/coherence.md), the
- * check that every connection to the service is one XPS sees, logging.
+ * What the cache fillers (xps-redisd, xps-memcachedd) share besides
+ * libxps's kv-cache (include/xps/libxps_kv.h, the coherence protocol):
+ * talking to servers, logging, the service's status and reconnecting.
  */
 #ifndef __XPS_FILLER_H
 #define __XPS_FILLER_H
@@ -11,40 +11,17 @@
 #include <stddef.h>
 #include <signal.h>
 #include <linux/types.h>
-#include <xps/kvcache.h>
-
-#define FILLER_SKIP_SLOTS	1024
-#define FILLER_SKIP_NS		(100 * 1000 * 1000ULL)
+#include <xps/libxps_kv.h>
 
 struct filler {
 	const char *name;	/* the context */
-	int data_fd, misses_fd, state_fd, config_fd, conns_fd, versions_fd;
+	struct xps_kvcache *kc;
 	__u16 port;		/* the context's port */
 	__u64 fills, rejected, skipped;
 	unsigned int idle_us;	/* the next filler_idle() wait, 0: shortest */
-	/*
-	 * The context's state map value, mapped.  Every handler's state
-	 * begins with __u32 cgen, __u32 flags; the handler updates it
-	 * concurrently, so the filler uses atomic operations only (a
-	 * lookup-modify-update of the whole value would undo them).
-	 */
-	void *state;
 	unsigned int backoff_ms;	/* filler_reconnect()'s next wait */
-	/* keys found not cacheable lately (filler_skipped()) */
-	__u64 skip_hash[FILLER_SKIP_SLOTS];
-	__u64 skip_ns[FILLER_SKIP_SLOTS];
 };
 
-/*
- * A key that was missing or not cacheable (a list, an expiry, too large)
- * is not fetched again for FILLER_SKIP_NS: every client GET of it is a
- * miss, and fetching it each time doubled the server's work for nothing.
- */
-void filler_skipped(struct filler *f, const void *key, size_t n);
-bool filler_recently_skipped(struct filler *f, const void *key, size_t n);
-
-/* Set, then clear, bits of the handler state's flags word. */
-void filler_flags(struct filler *f, __u32 set, __u32 clear);
 /*
  * What `xpsctl service list` shows for the service: "running", or
  * "degraded" / "restarting" and why, in /run/xps/NAME.state.
@@ -63,12 +40,8 @@ int filler_reconnect(struct filler *f, __u32 no_serve, const char *why,
 		     volatile sig_atomic_t *stop);
 
 void flog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The kv-cache of context @ctxname (logged when there is none). */
 int filler_open(struct filler *f, const char *ctxname);
-/*
- * Only the context's data map and port (every other fd -1), for handlers
- * without a cache.
- */
-int filler_open_data(struct filler *f, const char *ctxname);
 /* Split "HOST:PORT" (the last colon) into @host and @port; complains
  * naming @option and returns -1 when @arg is not of that form.
  */
@@ -99,27 +72,4 @@ static inline void filler_busy(struct filler *f)
 {
 	f->idle_us = 0;
 }
-/*
- * Start a fill of @key: its version (to stamp the value with), then the
- * check that no write is unanswered.  In this order: see docs/coherence.md.
- * Returns 1 when a write is unanswered (retry later), 0 with *version set,
- * -1 on error.
- */
-int filler_begin(struct filler *f, const struct xps_kv_key *key,
-		 __u64 *version);
-/*
- * Insert @value (stamped with the version filler_begin() gave) for @key,
- * which it gets a copy of, and seal it (include/xps/kvcache.h).
- */
-int filler_commit(struct filler *f, const struct xps_kv_key *key,
-		  struct xps_kv_value *value);
-/* A key popped from the miss queue, its bytes past len zeroed. */
-void filler_key_clean(struct xps_kv_key *key);
-/*
- * Every established TCP connection to the context's port must be one XPS
- * keeps a record of (accepted after the context existed): writes on any
- * other would bypass the handler.  Returns how many are not, or -1.
- */
-int filler_unseen_connections(struct filler *f);
-
 #endif

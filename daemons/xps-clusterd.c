@@ -51,7 +51,7 @@ static void on_signal(int sig)
 }
 
 struct clusterd {
-	struct filler f;
+	struct xps_context *xc;	/* its data map holds the PONG template */
 	struct conn redis;
 	int bus_fd;
 	const char *host, *port;
@@ -260,10 +260,12 @@ static void template_key(struct cluster_key *k)
 static void withdraw(struct clusterd *x)
 {
 	struct cluster_key k;
+	int err;
 
 	template_key(&k);
-	if (bpf_map_delete_elem(x->f.data_fd, &k) && errno != ENOENT)
-		logmsg("cannot remove the PONG template: %s", strerror(errno));
+	err = xps_context__data_delete(x->xc, &k);
+	if (err && err != -ENOENT)
+		logmsg("cannot remove the PONG template: %s", strerror(-err));
 }
 
 /* ---- known nodes ------------------------------------------------------ */
@@ -347,7 +349,7 @@ static int node_line(struct clusterd *x, char *line)
 	if (x->nseen == CLUSTER_NODES_MAX)
 		return -1;
 	x->seen[x->nseen++] = k;
-	if (bpf_map_update_elem(x->f.data_fd, &k, &x->peer, BPF_ANY)) {
+	if (xps_context__data_set(x->xc, &k, &x->peer)) {
 		logmsg("cannot write node %.40s: %s", tok[0], strerror(errno));
 		return -1;
 	}
@@ -359,10 +361,10 @@ static void forget_unseen(struct clusterd *x)
 {
 	static struct cluster_key gone[CLUSTER_NODES_MAX];
 	struct cluster_key k, next;
+	int fd = xps_context__data_fd(x->xc), i, n = 0;
 	void *prev = NULL;
-	int i, n = 0;
 
-	while (!bpf_map_get_next_key(x->f.data_fd, prev, &next)) {
+	while (fd >= 0 && !bpf_map_get_next_key(fd, prev, &next)) {
 		k = next;
 		prev = &k;
 		if (k.kind == CLUSTER_KEY_PONG)
@@ -374,7 +376,7 @@ static void forget_unseen(struct clusterd *x)
 			gone[n++] = k;
 	}
 	for (i = 0; i < n; i++)
-		bpf_map_delete_elem(x->f.data_fd, &gone[i]);
+		xps_context__data_delete(x->xc, &gone[i]);
 }
 
 static int refresh_nodes(struct clusterd *x)
@@ -435,7 +437,7 @@ static const char *round_once(struct clusterd *x)
 		return why;
 	}
 	template_key(&k);
-	if (bpf_map_update_elem(x->f.data_fd, &k, &x->tmpl, BPF_ANY)) {
+	if (xps_context__data_set(x->xc, &k, &x->tmpl)) {
 		logmsg("cannot write the PONG template: %s", strerror(errno));
 		return "map update failed";
 	}
@@ -479,7 +481,6 @@ int main(int argc, char **argv)
 
 	x.bus_fd = -1;
 	x.redis.fd = -1;
-	x.f.data_fd = -1;
 	x.interval_ms = 100;
 	while ((o = getopt_long(argc, argv, "c:r:b:m:i:Cvh", opts, NULL)) != -1) {
 		switch (o) {
@@ -553,8 +554,11 @@ int main(int argc, char **argv)
 		ret = 0;
 		goto out;
 	}
-	if (filler_open_data(&x.f, name))
+	x.xc = xps_context__open(name);
+	if (!x.xc || xps_context__data_fd(x.xc) < 0) {
+		logmsg("no context '%s' with a data map", name);
 		goto out;
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
@@ -589,11 +593,9 @@ int main(int argc, char **argv)
 	logmsg("exiting after %llu probes (%llu unanswered)",
 	       (unsigned long long)x.probes, (unsigned long long)x.failures);
 out:
-	if (x.f.data_fd >= 0) {
-		/* nobody vouches for the node any more */
-		withdraw(&x);
-		filler_close(&x.f);
-	}
+	if (x.xc && xps_context__data_fd(x.xc) >= 0)
+		withdraw(&x);	/* nobody vouches for the node any more */
+	xps_context__close(x.xc);
 	bus_close(&x);
 	resp_close(&x.redis);
 	return ret;

@@ -23,7 +23,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include <bpf/bpf.h>
 
 #include "libxps.h"
 #include "filler.h"
@@ -120,33 +119,39 @@ static int read_bytes(struct mc *c, void *dst, size_t n)
 	return 0;
 }
 
+static void not_cacheable(struct filler *f, const struct xps_kv_key *k)
+{
+	xps_kvcache__fill_skip(f->kc, k);
+	f->skipped++;
+}
+
 /* Fetch @k; 1 = retry later, 0 = done (filled or not cacheable), -1 = error. */
 static int fill_one(struct filler *f, struct mc *c, const struct xps_kv_key *k)
 {
 	struct xps_kv_value val = {};
-	struct mc_state st;
 	char line[512], *p;
 	long long size = -1, ttl = 0;
 	unsigned long long cas = 0;
 	unsigned long fl = 0;
-	__u32 zero = 0;
 	int r;
 
-	if (bpf_map_lookup_elem(f->state_fd, &zero, &st))
-		return -1;
-	r = filler_begin(f, k, &val.version);
+	r = xps_kvcache__fill_begin(f->kc, k, &val);
+	if (r == -EBUSY) {
+		f->rejected++;
+		return 1;
+	}
 	if (r)
-		return r;
+		return -1;
 	if (dprintf(c->fd, "mg %.*s v f t c\r\n", (int)k->len, k->b) < 0 ||
 	    read_line(c, line, sizeof(line)))
 		return -1;
 	if (!strncmp(line, "EN", 2)) {
-		filler_skipped(f, k, sizeof(*k));
+		not_cacheable(f, k);
 		return 0;
 	}
 	if (strncmp(line, "VA ", 3)) {
 		logmsg("unexpected reply to mg: %.60s", line);
-		filler_skipped(f, k, sizeof(*k));
+		not_cacheable(f, k);
 		return 0;
 	}
 	size = strtoll(line + 3, &p, 10);
@@ -162,7 +167,7 @@ static int fill_one(struct filler *f, struct mc *c, const struct xps_kv_key *k)
 		/* too large to cache, or it expires on its own */
 		if (size >= 0 && read_bytes(c, NULL, size + 2))
 			return -1;
-		filler_skipped(f, k, sizeof(*k));
+		not_cacheable(f, k);
 		return 0;
 	}
 	if (read_bytes(c, val.v, size) || read_bytes(c, NULL, 2))
@@ -170,8 +175,10 @@ static int fill_one(struct filler *f, struct mc *c, const struct xps_kv_key *k)
 	val.len = size;
 	val.client_flags = fl;
 	val.cas = cas;
-	val.cgen = st.cgen;
-	return filler_commit(f, k, &val);
+	if (xps_kvcache__fill_commit(f->kc, k, &val))
+		return -1;
+	f->fills++;
+	return 0;
 }
 
 /* Is memcached still there, on the same connection?  0 or -1. */
@@ -217,8 +224,9 @@ static void usage(FILE *f)
 "SIGTERM/SIGINT.\n");
 }
 
-_Static_assert(offsetof(struct mc_state, flags) == 4,
-	       "filler_flags() needs the flags second");
+_Static_assert(offsetof(struct mc_state, cgen) == 0 &&
+	       offsetof(struct mc_state, flags) == 4,
+	       "a kv-cache state begins with cgen, flags (libxps_kv.h)");
 
 static __s64 realtime_minus_mono(void)
 {
@@ -249,11 +257,10 @@ int main(int argc, char **argv)
 	char host[256] = "127.0.0.1", port[16] = "", why[200] = "", last[200] = "-";
 	const char *name = NULL;
 	struct filler f;
-	struct mc_state st;
+	struct mc_state *st;
 	struct xps_kv_key k;
 	struct mc c;
-	__u64 last_check = 0;
-	__u32 zero = 0;
+	__u64 last_check = 0, last_udp_write;
 	int o, r, ret = 1;
 
 	while ((o = getopt_long(argc, argv, "c:s:vh", opts, NULL)) != -1) {
@@ -283,6 +290,7 @@ int main(int argc, char **argv)
 	}
 	if (filler_open(&f, name))
 		return 1;
+	st = xps_kvcache__state(f.kc);
 	if (!port[0])
 		snprintf(port, sizeof(port), "%u", f.port);
 	signal(SIGINT, on_signal);
@@ -298,7 +306,7 @@ int main(int argc, char **argv)
 
 		if (now - last_check > 200000000ull) {
 			/* five times a second: may the handler serve? */
-			int unseen = filler_unseen_connections(&f);
+			int unseen = xps_kvcache__unseen_conns(f.kc);
 
 			last_check = now;
 			why[0] = '\0';
@@ -311,23 +319,23 @@ int main(int argc, char **argv)
 				snprintf(last, sizeof(last), "-");
 				continue;
 			}
-			if (bpf_map_lookup_elem(f.state_fd, &zero, &st))
-				break;
 			/* for flush_all with a unix time (see struct mc_state) */
-			__atomic_store_n(&((struct mc_state *)f.state)->realtime_minus_mono_ns,
+			__atomic_store_n(&st->realtime_minus_mono_ns,
 					 realtime_minus_mono(), __ATOMIC_RELAXED);
+			last_udp_write = __atomic_load_n(&st->last_udp_write_ns,
+							 __ATOMIC_RELAXED);
 			if (unseen < 0)
 				snprintf(why, sizeof(why), "cannot list connections");
 			else if (unseen)
 				snprintf(why, sizeof(why),
 					 "%d connection(s) made before the context: their writes bypass XPS",
 					 unseen);
-			else if (st.last_udp_write_ns &&
-				 now - st.last_udp_write_ns < UDP_QUIET_NS)
+			else if (last_udp_write &&
+				 now - last_udp_write < UDP_QUIET_NS)
 				snprintf(why, sizeof(why),
 					 "a write arrived over UDP less than a second ago");
-			filler_flags(&f, why[0] ? MC_NO_SERVE : 0,
-				     why[0] ? 0 : MC_NO_SERVE);
+			xps_kvcache__flags(f.kc, why[0] ? MC_NO_SERVE : 0,
+					   why[0] ? 0 : MC_NO_SERVE);
 			filler_status(&f, why[0] ? "degraded" : "running", why);
 			if (strcmp(why, last)) {
 				if (why[0])
@@ -337,14 +345,12 @@ int main(int argc, char **argv)
 				snprintf(last, sizeof(last), "%s", why);
 			}
 		}
-		if (bpf_map_lookup_and_delete_elem(f.misses_fd, NULL, &k)) {
+		if (xps_kvcache__miss_pop(f.kc, &k)) {
 			filler_idle(&f);
 			continue;
 		}
 		filler_busy(&f);
-		filler_key_clean(&k);
-		if (why[0] || k.len < 1 || k.len > MC_KEY_MAX ||
-		    filler_recently_skipped(&f, &k, sizeof(k)))
+		if (why[0] || k.len < 1 || k.len > MC_KEY_MAX)
 			continue;
 		r = fill_one(&f, &c, &k);
 		if (r < 0) {
@@ -356,14 +362,14 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (r > 0) {
-			bpf_map_update_elem(f.misses_fd, NULL, &k, BPF_EXIST);
+			xps_kvcache__miss_retry(f.kc, &k);
 			filler_idle(&f);
 		}
 	}
 	ret = 0;
 out:
 	/* without its filler the cache must not be trusted */
-	filler_flags(&f, MC_NO_SERVE, 0);
+	xps_kvcache__flags(f.kc, MC_NO_SERVE, 0);
 	filler_status(&f, "stopped", NULL);
 	logmsg("exiting: fills %llu, rejected %llu, not cacheable %llu",
 	       (unsigned long long)f.fills, (unsigned long long)f.rejected,

@@ -30,7 +30,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include <bpf/bpf.h>
 
 #include "libxps.h"
 #include "filler.h"
@@ -56,13 +55,14 @@ struct ctx {
 	char why[400];		/* why the handler may not serve, or "" */
 };
 
-_Static_assert(offsetof(struct redis_state, flags) == 4,
-	       "filler_flags() needs the flags second");
+_Static_assert(offsetof(struct redis_state, cgen) == 0 &&
+	       offsetof(struct redis_state, flags) == 4,
+	       "a kv-cache state begins with cgen, flags (libxps_kv.h)");
 
-static int set_no_serve(struct ctx *x, bool on)
+static void set_no_serve(struct ctx *x, bool on)
 {
-	filler_flags(&x->f, on ? REDIS_NO_SERVE : 0, on ? 0 : REDIS_NO_SERVE);
-	return 0;
+	xps_kvcache__flags(x->f.kc, on ? REDIS_NO_SERVE : 0,
+			   on ? 0 : REDIS_NO_SERVE);
 }
 
 /*
@@ -123,7 +123,7 @@ static int check_server(struct ctx *x)
 		return 0;
 	}
 	/* connections XPS does not see (older than the context) */
-	old = filler_unseen_connections(&x->f);
+	old = xps_kvcache__unseen_conns(x->f.kc);
 	if (old < 0)
 		return -1;
 	if (old)
@@ -169,17 +169,17 @@ static int fill_one(struct ctx *x, const struct xps_kv_key *k)
 	const char *argv[2] = { NULL, (const char *)k->b };
 	size_t lens[2] = { 0, k->len };
 	struct xps_kv_value val = {};
-	struct redis_state st;
 	char line[256], t;
 	long long n, ttl;
-	__u32 zero = 0;
 	int r;
 
-	if (bpf_map_lookup_elem(x->f.state_fd, &zero, &st))
-		return -1;
-	r = filler_begin(&x->f, k, &val.version);
+	r = xps_kvcache__fill_begin(x->f.kc, k, &val);
+	if (r == -EBUSY) {
+		x->f.rejected++;
+		return 1;
+	}
 	if (r)
-		return r;
+		return -1;
 
 	argv[0] = "PTTL";
 	lens[0] = 4;
@@ -199,13 +199,14 @@ static int fill_one(struct ctx *x, const struct xps_kv_key *k)
 	 * its death, and GET on other types is Redis's to answer.
 	 */
 	if (t != '$' || n < 0 || ttl != -1) {
-		filler_skipped(&x->f, k, sizeof(*k));
+		xps_kvcache__fill_skip(x->f.kc, k);
+		x->f.skipped++;
 		return 0;
 	}
 	val.len = n;
-	val.cgen = st.cgen;
-	if (filler_commit(&x->f, k, &val))
+	if (xps_kvcache__fill_commit(x->f.kc, k, &val))
 		return -1;
+	x->f.fills++;
 	if (verbose > 1)
 		logmsg("filled %.*s (%u bytes)", (int)k->len, k->b, val.len);
 	return 0;
@@ -303,14 +304,12 @@ int main(int argc, char **argv)
 				       (unsigned long long)x.f.rejected,
 				       (unsigned long long)x.f.skipped);
 		}
-		if (bpf_map_lookup_and_delete_elem(x.f.misses_fd, NULL, &k)) {
+		if (xps_kvcache__miss_pop(x.f.kc, &k)) {
 			filler_idle(&x.f);
 			continue;
 		}
 		filler_busy(&x.f);
-		filler_key_clean(&k);
-		if (x.why[0] || k.len < 1 || k.len > REDIS_KEY_MAX ||
-		    filler_recently_skipped(&x.f, &k, sizeof(k)))
+		if (x.why[0] || k.len < 1 || k.len > REDIS_KEY_MAX)
 			continue;
 		r = fill_one(&x, &k);
 		if (r < 0) {
@@ -323,7 +322,7 @@ int main(int argc, char **argv)
 		}
 		if (r > 0) {
 			/* a write is unanswered: try again shortly */
-			bpf_map_update_elem(x.f.misses_fd, NULL, &k, BPF_EXIST);
+			xps_kvcache__miss_retry(x.f.kc, &k);
 			filler_idle(&x.f);
 		}
 	}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * libxps's kv-cache: the user-space half of the coherence protocol of
+ * docs/coherence.md, for a process that fills the cache of a context whose
+ * handler is built on bpf/kvcache.bpf.h (the Redis and memcached ones).
+ *
+ *	kc = xps_kvcache__open(ctx, NULL);
+ *	while (!xps_kvcache__miss_pop(kc, &key)) {
+ *		err = xps_kvcache__fill_begin(kc, &key, &value);
+ *		if (err == -EBUSY)	// a write is unanswered: later
+ *			xps_kvcache__miss_retry(kc, &key);
+ *		else if (!err && fetch(&key, &value) == 0)
+ *			xps_kvcache__fill_commit(kc, &key, &value);
+ *		else if (!err)
+ *			xps_kvcache__fill_skip(kc, &key); // not cacheable
+ *	}
+ *
+ * The handler may only serve while every write reaches the server through
+ * it: xps_kvcache__unseen_conns() finds connections it cannot see, and the
+ * filler keeps the handler out (a NO_SERVE flag of the handler's state,
+ * xps_kvcache__flags()) while there are any.  Values are laid out and
+ * sealed as include/xps/kvcache.h says.  Same conventions as libxps.h.
+ */
+#ifndef __XPS_LIBXPS_KV_H
+#define __XPS_LIBXPS_KV_H
+
+#include <stddef.h>
+#include <linux/types.h>
+#include <libxps.h>
+#include <xps/kvcache.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct xps_kvcache;
+
+struct xps_kvcache_opts {
+	size_t sz;		/* sizeof(struct xps_kvcache_opts) */
+	/*
+	 * How long a key given to xps_kvcache__fill_skip() (not cacheable:
+	 * missing, an expiry, too large) is dropped from the miss queue
+	 * instead of fetched again, in ns; 0: 100 ms.  Every GET of such a
+	 * key is a miss, and fetching it each time doubles the server's work
+	 * for nothing.
+	 */
+	__u64 skip_ns;
+	size_t :0;
+};
+#define xps_kvcache_opts__last_field skip_ns
+
+/*
+ * The kv-cache of @ctx: its handler must declare the data map, the miss
+ * queue, a mappable state map and the versions map (bpf/kvcache.bpf.h),
+ * and the framework must be loaded.  -ENOENT (NULL + errno) otherwise.
+ * Independent of @ctx once opened.
+ */
+LIBXPS_API struct xps_kvcache *
+xps_kvcache__open(const struct xps_context *ctx,
+		  const struct xps_kvcache_opts *opts);
+LIBXPS_API void xps_kvcache__close(struct xps_kvcache *kc);
+
+/* The local port of the context's predicate (the service's). */
+LIBXPS_API __u16 xps_kvcache__port(const struct xps_kvcache *kc);
+
+/*
+ * The next key the handler missed, its bytes past len zeroed (a len over
+ * XPS_KV_KEY_MAX becomes 0).  Keys skipped lately are dropped here.
+ * -ENOENT when the queue is empty.
+ */
+LIBXPS_API int xps_kvcache__miss_pop(struct xps_kvcache *kc,
+				     struct xps_kv_key *key);
+/* Put @key back in the miss queue (after -EBUSY from fill_begin). */
+LIBXPS_API int xps_kvcache__miss_retry(struct xps_kvcache *kc,
+				       const struct xps_kv_key *key);
+
+/*
+ * Start a fill of @key: stamp @value with the cache generation and the
+ * key's version, then check that no write is unanswered, in this order
+ * (docs/coherence.md, "Why it holds").  0: fetch the value from the server
+ * now, then xps_kvcache__fill_commit(); -EBUSY: a write is unanswered,
+ * fetch nothing and try again later; another negative errno on failure.
+ */
+LIBXPS_API int xps_kvcache__fill_begin(struct xps_kvcache *kc,
+				       const struct xps_kv_key *key,
+				       struct xps_kv_value *value);
+/*
+ * Insert @value, stamped by xps_kvcache__fill_begin() and filled with what
+ * the server returned (len, v, and for memcached cas and client_flags),
+ * as @key's: its key is set to @key and it is sealed
+ * (xps_kv_value_seal()) before the insert.
+ */
+LIBXPS_API int xps_kvcache__fill_commit(struct xps_kvcache *kc,
+					const struct xps_kv_key *key,
+					struct xps_kv_value *value);
+/* @key is not cacheable now: drop its misses for a while (opts.skip_ns). */
+LIBXPS_API void xps_kvcache__fill_skip(struct xps_kvcache *kc,
+				       const struct xps_kv_key *key);
+
+/*
+ * Established TCP connections to the context's port that XPS keeps no
+ * record of (accepted before the context existed, say): writes on them
+ * bypass the handler.  Their number, or a negative errno.
+ */
+LIBXPS_API int xps_kvcache__unseen_conns(struct xps_kvcache *kc);
+
+/*
+ * The handler's state map value, mapped shared.  Every kv-cache handler's
+ * state begins with __u32 cgen, __u32 flags; the rest is the handler's
+ * (struct redis_state, struct mc_state).  The handler changes it
+ * concurrently: use atomic operations only.
+ */
+LIBXPS_API void *xps_kvcache__state(struct xps_kvcache *kc);
+/* Set, then clear, bits of the state's flags word (atomically). */
+LIBXPS_API void xps_kvcache__flags(struct xps_kvcache *kc, __u32 set,
+				   __u32 clear);
+/*
+ * Nothing filled so far may be served any more (the server restarted,
+ * say): a new cache generation.
+ */
+LIBXPS_API void xps_kvcache__invalidate(struct xps_kvcache *kc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* __XPS_LIBXPS_KV_H */

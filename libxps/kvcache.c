@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The kv-cache's user-space half (include/xps/libxps_kv.h): fills under
+ * the coherence protocol of docs/coherence.md, the miss queue, the state
+ * the filler shares with the handler, and the check that every connection
+ * to the service is one XPS sees.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <bpf/bpf.h>
+
+#include "internal.h"
+#include <xps/libxps_kv.h>
+
+#define SKIP_SLOTS		1024
+#define SKIP_NS_DEFAULT		(100 * 1000 * 1000ULL)
+
+struct xps_kvcache {
+	char name[XPS_NAME_LEN];
+	__u16 port;
+	int data_fd, misses_fd, state_fd, versions_fd, config_fd, conns_fd;
+	/* the handler's state (cgen, flags, ...), mapped shared */
+	void *state;
+	size_t state_len;
+	__u64 skip_ns;
+	/* keys found not cacheable lately, by hash (0: an empty slot) */
+	__u64 skip_hash[SKIP_SLOTS];
+	__u64 skip_at[SKIP_SLOTS];
+};
+
+void xps_kvcache__close(struct xps_kvcache *kc)
+{
+	int *fds[6];
+	size_t i;
+
+	if (!kc)
+		return;
+	fds[0] = &kc->data_fd;
+	fds[1] = &kc->misses_fd;
+	fds[2] = &kc->state_fd;
+	fds[3] = &kc->versions_fd;
+	fds[4] = &kc->config_fd;
+	fds[5] = &kc->conns_fd;
+	if (kc->state)
+		munmap(kc->state, kc->state_len);
+	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+	free(kc);
+}
+
+struct xps_kvcache *xps_kvcache__open(const struct xps_context *ctx,
+				      const struct xps_kvcache_opts *opts)
+{
+	struct xps_ctx_info info;
+	struct xps_kvcache *kc;
+	long page = sysconf(_SC_PAGESIZE);
+	int err;
+
+	if (!ctx || !OPTS_VALID(opts, xps_kvcache_opts))
+		return libxps_err_ptr(-EINVAL);
+	if (xps_context__info(ctx, &info))
+		return NULL;
+	kc = calloc(1, sizeof(*kc));
+	if (!kc)
+		return libxps_err_ptr(-ENOMEM);
+	snprintf(kc->name, sizeof(kc->name), "%s", xps_context__name(ctx));
+	kc->port = info.pred.lport;
+	kc->skip_ns = OPTS_GET(opts, skip_ns, 0) ?: SKIP_NS_DEFAULT;
+	kc->data_fd = xps_context__map_fd(ctx, XPS_CTX_MAP_DATA);
+	kc->misses_fd = xps_context__map_fd(ctx, XPS_CTX_MAP_MISSES);
+	kc->state_fd = xps_context__map_fd(ctx, XPS_CTX_MAP_STATE);
+	kc->versions_fd = xps_context__map_fd(ctx, XPS_CTX_MAP_VERSIONS);
+	kc->config_fd = xps_framework__map_fd(XPS_FW_MAP_CONFIG);
+	kc->conns_fd = xps_framework__map_fd(XPS_FW_MAP_CONNS);
+	if (kc->data_fd < 0 || kc->misses_fd < 0 || kc->state_fd < 0 ||
+	    kc->versions_fd < 0 || kc->config_fd < 0 || kc->conns_fd < 0) {
+		/* each failure was logged by the map_fd call */
+		pr_warn("context '%s' is not a kv-cache (bpf/kvcache.bpf.h)\n",
+			kc->name);
+		err = -ENOENT;
+		goto fail;
+	}
+	kc->state_len = page > 0 ? (size_t)page : 4096;
+	kc->state = mmap(NULL, kc->state_len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, kc->state_fd, 0);
+	if (kc->state == MAP_FAILED) {
+		err = -errno;
+		kc->state = NULL;
+		pr_warn("cannot map the state of '%s': %s (a handler built before its state map was mappable?)\n",
+			kc->name, strerror(-err));
+		goto fail;
+	}
+	return kc;
+fail:
+	xps_kvcache__close(kc);
+	return libxps_err_ptr(err);
+}
+
+__u16 xps_kvcache__port(const struct xps_kvcache *kc)
+{
+	return kc ? kc->port : 0;
+}
+
+void *xps_kvcache__state(struct xps_kvcache *kc)
+{
+	return kc ? kc->state : NULL;
+}
+
+/* Every kv-cache handler's state begins with __u32 cgen, __u32 flags. */
+static __u32 *state_cgen(struct xps_kvcache *kc)
+{
+	return (__u32 *)kc->state;
+}
+
+static __u32 *state_flags(struct xps_kvcache *kc)
+{
+	return (__u32 *)kc->state + 1;
+}
+
+void xps_kvcache__flags(struct xps_kvcache *kc, __u32 set, __u32 clear)
+{
+	if (!kc)
+		return;
+	/*
+	 * Atomic, never a lookup-modify-update of the whole value: that
+	 * could undo a cache generation the handler bumped meanwhile (a
+	 * flush lost).
+	 */
+	if (set)
+		__atomic_fetch_or(state_flags(kc), set, __ATOMIC_SEQ_CST);
+	if (clear)
+		__atomic_fetch_and(state_flags(kc), ~clear, __ATOMIC_SEQ_CST);
+}
+
+void xps_kvcache__invalidate(struct xps_kvcache *kc)
+{
+	if (kc)
+		__atomic_fetch_add(state_cgen(kc), 1, __ATOMIC_SEQ_CST);
+}
+
+/* ---- keys skipped lately --------------------------------------------- */
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static __u64 skip_hash(const struct xps_kv_key *key)
+{
+	return xps_kv_hash_key(key) | 1;	/* 0 marks an empty slot */
+}
+
+void xps_kvcache__fill_skip(struct xps_kvcache *kc,
+			    const struct xps_kv_key *key)
+{
+	__u64 h;
+
+	if (!kc || !key)
+		return;
+	h = skip_hash(key);
+	kc->skip_hash[h % SKIP_SLOTS] = h;
+	kc->skip_at[h % SKIP_SLOTS] = now_ns();
+}
+
+static bool skipped_lately(struct xps_kvcache *kc,
+			   const struct xps_kv_key *key)
+{
+	__u64 h = skip_hash(key);
+
+	return kc->skip_hash[h % SKIP_SLOTS] == h &&
+	       now_ns() - kc->skip_at[h % SKIP_SLOTS] < kc->skip_ns;
+}
+
+/* ---- the miss queue -------------------------------------------------- */
+
+int xps_kvcache__miss_pop(struct xps_kvcache *kc, struct xps_kv_key *key)
+{
+	if (!kc || !key)
+		return libxps_err(-EINVAL);
+	for (;;) {
+		if (bpf_map_lookup_and_delete_elem(kc->misses_fd, NULL, key))
+			return libxps_err(-errno);
+		/* the handler copies the key's bytes; the rest may be stale */
+		if (key->len > XPS_KV_KEY_MAX)
+			key->len = 0;
+		memset(key->b + key->len, 0, XPS_KV_KEY_MAX - key->len);
+		key->pad = 0;
+		if (!skipped_lately(kc, key))
+			return 0;
+	}
+}
+
+int xps_kvcache__miss_retry(struct xps_kvcache *kc,
+			    const struct xps_kv_key *key)
+{
+	if (!kc || !key)
+		return libxps_err(-EINVAL);
+	/* a full queue drops its oldest entry: a miss is only a hint */
+	if (bpf_map_update_elem(kc->misses_fd, NULL, key, BPF_EXIST))
+		return libxps_err(-errno);
+	return 0;
+}
+
+/* ---- fills ------------------------------------------------------------ */
+
+int xps_kvcache__fill_begin(struct xps_kvcache *kc,
+			    const struct xps_kv_key *key,
+			    struct xps_kv_value *value)
+{
+	struct xps_kv_hkey h;
+	struct xps_config cfg;
+	__u32 zero = 0;
+
+	if (!kc || !key || !value)
+		return libxps_err(-EINVAL);
+	h = xps_kv_hkey_of(key);
+	/*
+	 * The stamps first, the unanswered writes second: read the other
+	 * way round, a write could bump the version between the two reads
+	 * and be missed by both (docs/coherence.md).
+	 */
+	value->cgen = __atomic_load_n(state_cgen(kc), __ATOMIC_SEQ_CST);
+	/* a key never written has no entry: version 0 */
+	if (bpf_map_lookup_elem(kc->versions_fd, &h, &value->version)) {
+		if (errno != ENOENT)
+			return libxps_err(-errno);
+		value->version = 0;
+	}
+	if (bpf_map_lookup_elem(kc->config_fd, &zero, &cfg))
+		return libxps_err(-errno);
+	if (cfg.unacked_writes)
+		return libxps_err(-EBUSY);	/* not logged: it is routine */
+	return 0;
+}
+
+int xps_kvcache__fill_commit(struct xps_kvcache *kc,
+			     const struct xps_kv_key *key,
+			     struct xps_kv_value *value)
+{
+	struct xps_kv_hkey h;
+
+	if (!kc || !key || !value || value->len > XPS_KV_VALUE_MAX)
+		return libxps_err(-EINVAL);
+	h = xps_kv_hkey_of(key);
+	value->key = *key;
+	xps_kv_value_seal(value);	/* last: every field is set */
+	if (bpf_map_update_elem(kc->data_fd, &h, value, BPF_ANY))
+		return libxps_err(-errno);
+	return 0;
+}
+
+/* ---- connections the handler cannot see -------------------------------- */
+
+/* Unseen established TCP sockets of @family on the port, or -errno. */
+static int unseen_family(struct xps_kvcache *kc, int family)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 req;
+	} msg = {
+		.nlh = { .nlmsg_len = sizeof(msg),
+			 .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
+		.req = { .sdiag_family = family, .sdiag_protocol = IPPROTO_TCP,
+			 .idiag_states = 1 << 1 /* TCP_ESTABLISHED */ },
+	};
+	struct xps_conn conn;
+	char buf[16384];
+	int fd, unseen = 0, done = 0, err = 0;
+	ssize_t n;
+
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return -errno;
+	if (send(fd, &msg, sizeof(msg), 0) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	while (!done && (n = recv(fd, buf, sizeof(buf), 0)) > 0) {
+		struct nlmsghdr *h;
+
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, n);
+		     h = NLMSG_NEXT(h, n)) {
+			struct inet_diag_msg *m = NLMSG_DATA(h);
+			__u64 cookie;
+
+			if (h->nlmsg_type == NLMSG_DONE ||
+			    h->nlmsg_type == NLMSG_ERROR) {
+				done = 1;
+				break;
+			}
+			if (ntohs(m->id.idiag_sport) != kc->port)
+				continue;
+			cookie = (__u64)m->id.idiag_cookie[1] << 32 |
+				 m->id.idiag_cookie[0];
+			if (bpf_map_lookup_elem(kc->conns_fd, &cookie, &conn))
+				unseen++;
+		}
+	}
+	close(fd);
+	return unseen;
+}
+
+int xps_kvcache__unseen_conns(struct xps_kvcache *kc)
+{
+	int a, b;
+
+	if (!kc)
+		return libxps_err(-EINVAL);
+	a = unseen_family(kc, AF_INET);
+	if (a < 0)
+		return libxps_err(a);
+	b = unseen_family(kc, AF_INET6);
+	if (b < 0)
+		return libxps_err(b);
+	return a + b;
+}
