@@ -333,27 +333,6 @@ static int cgroup2_root_fd(void)
 	return fd < 0 ? -errno : fd;
 }
 
-static void unpin_all(void)
-{
-	char path[128];
-	size_t i;
-
-	for (i = 0; i < sizeof(fw_maps) / sizeof(fw_maps[0]); i++) {
-		snprintf(path, sizeof(path), XPS_PIN_ROOT "/%s", fw_maps[i]);
-		unlink(path);
-	}
-	unlink(LINK_SOCKOPS);
-	unlink(LINK_NATIVE_TCP);
-	unlink(LINK_NATIVE_UDP);
-	unlink(PROG_VERDICT);
-	unlink(PROG_MSG);
-	unlink(PROG_SOCKOPS);
-	unlink(PROG_TC_IN);
-	unlink(PROG_TC_OUT);
-	rmdir(XPS_PIN_ROOT "/ctx");
-	rmdir(XPS_PIN_ROOT);
-}
-
 /* Enrol new connections: the sock_ops program on the cgroup v2 root. */
 static int attach_sockops(int prog_fd)
 {
@@ -381,94 +360,235 @@ static int attach_sockops(int prog_fd)
 	return err;
 }
 
-static int attach_stock(struct xps_framework_bpf *skel)
+struct fw_prog;
+
+/* What an attach function of fw_progs[] gets. */
+struct fw_attach_ctx {
+	struct xps_framework_bpf *skel;
+	const struct fw_prog *p;
+	int prog_fd;
+};
+
+/*
+ * Which framework program runs on which backend, how it is attached and
+ * where it is pinned: fw_ensure() loads the programs of the backends in
+ * use and walks this table in order, pinning each program (pin) and then
+ * attaching it (attach); fw_remove() detaches and unpins from it too.
+ * A program in the object that is not here is not loaded.
+ */
+struct fw_prog {
+	const char *name;	/* the program's name in xps_framework.bpf.c */
+	__u32 backends;		/* BIT(XPS_BACKEND_...) it runs for */
+	/*
+	 * The attach type, by name in the running kernel's BTF (the native
+	 * hook's: the patch's values are not fixed) or by value; set as the
+	 * expected attach type at load for attach_btf, and for attach_type
+	 * when set_expected (the SEC() name does not imply it).
+	 */
+	const char *attach_btf;
+	enum bpf_attach_type attach_type;
+	bool set_expected;
+	/* NULL: attached later from its pin (TC, by fw_tc_sync()) */
+	int (*attach)(const struct fw_attach_ctx *a);
+	const char *pin;	/* the program's pin, or NULL */
+	const char *link_pin;	/* the pin of the link attach makes, or NULL */
+};
+
+#define BE(b)		(1u << (b))
+#define BE_ALL		(BE(XPS_BACKEND_NATIVE) | BE(XPS_BACKEND_SOCKMAP) | \
+			 BE(XPS_BACKEND_TC))
+
+static int attach_cgroup(const struct fw_attach_ctx *a)
+{
+	return attach_sockops(a->prog_fd);
+}
+
+/* The stock TCP backend's verdict programs, on the sockhash. */
+static int attach_sockhash(const struct fw_attach_ctx *a)
 {
 	int err;
 
-	err = bpf_program__pin(skel->progs.xps_sockops, PROG_SOCKOPS);
-	if (err) {
-		pr_warn("cannot pin the sock_ops program: %s\n", strerror(-err));
-		return err;
-	}
-	err = attach_sockops(bpf_program__fd(skel->progs.xps_sockops));
-	if (err)
-		return err;
+	if (!bpf_prog_attach(a->prog_fd, bpf_map__fd(a->skel->maps.xps_sockhash),
+			     a->p->attach_type, 0))
+		return 0;
+	err = -errno;
+	pr_warn("cannot attach %s to the sockhash: %s\n", a->p->name,
+		strerror(-err));
+	return err;
+}
 
-	err = bpf_prog_attach(bpf_program__fd(skel->progs.xps_msg_verdict),
-			      bpf_map__fd(skel->maps.xps_sockhash),
-			      BPF_SK_MSG_VERDICT, 0);
+/* The native hook, a link on this network namespace. */
+static int attach_netns(const struct fw_attach_ctx *a)
+{
+	int netns, link_fd, type, err;
+
+	type = native_attach_type(a->p->attach_btf);
+	if (type < 0)
+		return type;
+	netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (netns < 0)
+		return -errno;
+	link_fd = bpf_link_create(a->prog_fd, netns, type, NULL);
+	err = link_fd < 0 ? -errno : 0;
+	close(netns);
 	if (err) {
-		err = -errno;
-		pr_warn("cannot attach the sk_msg program to the sockhash: %s\n",
-			strerror(-err));
+		pr_warn("cannot attach the framework to this network namespace (%s): %s\n",
+			a->p->attach_btf, strerror(-err));
 		return err;
 	}
-	err = bpf_prog_attach(bpf_program__fd(skel->progs.xps_stream_verdict),
-			      bpf_map__fd(skel->maps.xps_sockhash),
-			      BPF_SK_SKB_STREAM_VERDICT, 0);
-	if (err) {
+	if (bpf_obj_pin(link_fd, a->p->link_pin)) {
 		err = -errno;
-		pr_warn("cannot attach the stream verdict program to the sockhash: %s\n",
-			strerror(-err));
-		return err;
+		pr_warn("cannot pin %s: %s\n", a->p->link_pin, strerror(-err));
 	}
-	if ((err = bpf_program__pin(skel->progs.xps_stream_verdict, PROG_VERDICT)) ||
-	    (err = bpf_program__pin(skel->progs.xps_msg_verdict, PROG_MSG)) ||
-	    (err = bpf_program__pin(skel->progs.xps_tc_ingress, PROG_TC_IN)) ||
-	    (err = bpf_program__pin(skel->progs.xps_tc_egress, PROG_TC_OUT))) {
-		pr_warn("cannot pin the framework's programs: %s\n",
-			strerror(-err));
-		return err;
+	close(link_fd);
+	return err;
+}
+
+static const struct fw_prog fw_progs[] = {
+	/* per-connection records for handlers (xps_conn_state), both */
+	{ .name = "xps_sockops", .backends = BE_ALL,
+	  .attach = attach_cgroup, .pin = PROG_SOCKOPS,
+	  .link_pin = LINK_SOCKOPS },
+	/*
+	 * Reply counting, stock RESET, and on the native backend the
+	 * release of answered writes (release_writes())
+	 */
+	{ .name = "xps_tc_egress", .backends = BE_ALL, .pin = PROG_TC_OUT },
+	{ .name = "xps_msg_verdict", .backends = BE(XPS_BACKEND_SOCKMAP),
+	  .attach_type = BPF_SK_MSG_VERDICT,
+	  .attach = attach_sockhash, .pin = PROG_MSG },
+	{ .name = "xps_stream_verdict", .backends = BE(XPS_BACKEND_SOCKMAP),
+	  .attach_type = BPF_SK_SKB_STREAM_VERDICT, .set_expected = true,
+	  .attach = attach_sockhash, .pin = PROG_VERDICT },
+	/* stock UDP, and draining stock TCP connections */
+	{ .name = "xps_tc_ingress",
+	  .backends = BE(XPS_BACKEND_SOCKMAP) | BE(XPS_BACKEND_TC),
+	  .pin = PROG_TC_IN },
+	{ .name = "xps_native_tcp", .backends = BE(XPS_BACKEND_NATIVE),
+	  .attach_btf = "BPF_XPS_TCP", .attach = attach_netns,
+	  .link_pin = LINK_NATIVE_TCP },
+	{ .name = "xps_native_udp", .backends = BE(XPS_BACKEND_NATIVE),
+	  .attach_btf = "BPF_XPS_UDP", .attach = attach_netns,
+	  .link_pin = LINK_NATIVE_UDP },
+};
+#define N_FW_PROGS (sizeof(fw_progs) / sizeof(fw_progs[0]))
+
+static const struct fw_prog *fw_prog_by_name(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < N_FW_PROGS; i++)
+		if (!strcmp(fw_progs[i].name, name))
+			return &fw_progs[i];
+	return NULL;
+}
+
+/*
+ * Load only the programs of the backends in use (@mask), each with its
+ * expected attach type.  A program for another kernel's hook must not
+ * even be loaded: the verifier would refuse it.
+ */
+static int fw_progs_prepare(struct xps_framework_bpf *skel, __u32 mask)
+{
+	const struct fw_prog *p;
+	struct bpf_program *prog;
+	size_t i;
+	int type;
+
+	bpf_object__for_each_program(prog, skel->obj) {
+		p = fw_prog_by_name(bpf_program__name(prog));
+		if (!p)
+			pr_debug("framework program %s is in no backend's table: not loaded\n",
+				 bpf_program__name(prog));
+		bpf_program__set_autoload(prog, p && (p->backends & mask));
+	}
+	for (i = 0; i < N_FW_PROGS; i++) {
+		p = &fw_progs[i];
+		prog = bpf_object__find_program_by_name(skel->obj, p->name);
+		if (!prog) {
+			pr_warn("the framework object has no program %s\n",
+				p->name);
+			return -ENOENT;
+		}
+		if (!(p->backends & mask))
+			continue;
+		if (p->attach_btf) {
+			type = native_attach_type(p->attach_btf);
+			if (type < 0) {
+				pr_warn("this kernel has no %s attach type\n",
+					p->attach_btf);
+				return type;
+			}
+			bpf_program__set_expected_attach_type(prog, type);
+		} else if (p->set_expected) {
+			bpf_program__set_expected_attach_type(prog,
+							      p->attach_type);
+		}
 	}
 	return 0;
 }
 
-static int attach_native(struct xps_framework_bpf *skel)
+/* Pin and attach, in fw_progs[] order, the programs of @mask. */
+static int fw_progs_attach(struct xps_framework_bpf *skel, __u32 mask)
 {
-	int sockops_err;
+	struct fw_attach_ctx a = { .skel = skel };
+	struct bpf_program *prog;
+	size_t i;
+	int err;
 
-	const struct {
-		struct bpf_program *prog;
-		const char *type;
-		const char *pin;
-	} hooks[] = {
-		{ skel->progs.xps_native_tcp, "BPF_XPS_TCP", LINK_NATIVE_TCP },
-		{ skel->progs.xps_native_udp, "BPF_XPS_UDP", LINK_NATIVE_UDP },
-	};
-	int netns, link_fd, type, err = 0;
+	for (i = 0; i < N_FW_PROGS; i++) {
+		a.p = &fw_progs[i];
+		if (!(a.p->backends & mask))
+			continue;
+		prog = bpf_object__find_program_by_name(skel->obj, a.p->name);
+		a.prog_fd = prog ? bpf_program__fd(prog) : -ENOENT;
+		if (a.prog_fd < 0)
+			return a.prog_fd;
+		if (a.p->pin && (err = bpf_program__pin(prog, a.p->pin))) {
+			pr_warn("cannot pin the framework's %s: %s\n",
+				a.p->name, strerror(-err));
+			return err;
+		}
+		if (a.p->attach && (err = a.p->attach(&a)))
+			return err;
+	}
+	return 0;
+}
+
+/* Detach what is attached to the sockhash (links go with their pins). */
+static void fw_progs_detach(struct xps_fw *fw)
+{
+	size_t i;
+	int fd;
+
+	for (i = 0; i < N_FW_PROGS; i++) {
+		if (fw_progs[i].attach != attach_sockhash || fw->sockhash < 0)
+			continue;
+		fd = bpf_obj_get(fw_progs[i].pin);
+		if (fd < 0)
+			continue;
+		bpf_prog_detach2(fd, fw->sockhash, fw_progs[i].attach_type);
+		close(fd);
+	}
+}
+
+static void unpin_all(void)
+{
+	char path[128];
 	size_t i;
 
-	sockops_err = bpf_program__pin(skel->progs.xps_sockops, PROG_SOCKOPS);
-	if (!sockops_err)
-		sockops_err = bpf_program__pin(skel->progs.xps_tc_egress,
-					       PROG_TC_OUT);
-	if (!sockops_err)
-		sockops_err = attach_sockops(bpf_program__fd(skel->progs.xps_sockops));
-	if (sockops_err)
-		return sockops_err;
-	netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (netns < 0)
-		return -errno;
-	for (i = 0; i < 2; i++) {
-		type = native_attach_type(hooks[i].type);
-		link_fd = bpf_link_create(bpf_program__fd(hooks[i].prog), netns,
-					  type, NULL);
-		if (link_fd < 0) {
-			err = -errno;
-			pr_warn("cannot attach the framework to this network namespace (%s): %s\n",
-				hooks[i].type, strerror(-err));
-			break;
-		}
-		err = bpf_obj_pin(link_fd, hooks[i].pin) ? -errno : 0;
-		close(link_fd);
-		if (err) {
-			pr_warn("cannot pin %s: %s\n", hooks[i].pin,
-				strerror(-err));
-			break;
-		}
+	for (i = 0; i < sizeof(fw_maps) / sizeof(fw_maps[0]); i++) {
+		snprintf(path, sizeof(path), XPS_PIN_ROOT "/%s", fw_maps[i]);
+		unlink(path);
 	}
-	close(netns);
-	return err;
+	for (i = 0; i < N_FW_PROGS; i++) {
+		if (fw_progs[i].link_pin)
+			unlink(fw_progs[i].link_pin);
+		if (fw_progs[i].pin)
+			unlink(fw_progs[i].pin);
+	}
+	rmdir(XPS_PIN_ROOT "/ctx");
+	rmdir(XPS_PIN_ROOT);
 }
 
 /* Load, pin and attach the framework unless it is there already. */
@@ -477,7 +597,7 @@ int fw_ensure(struct xps_fw *fw)
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = XPS_PIN_ROOT);
 	struct xps_framework_bpf *skel;
 	struct xps_config cfg = {};
-	__u32 zero = 0, tcp, udp;
+	__u32 zero = 0, tcp, udp, mask;
 	bool native;
 	int err;
 
@@ -488,32 +608,16 @@ int fw_ensure(struct xps_fw *fw)
 	err = detect_backends(&tcp, &udp, &native);
 	if (err)
 		return err;
+	mask = BE(tcp) | BE(udp);
 	skel = xps_framework_bpf__open_opts(&oo);
 	if (!skel) {
 		err = -errno;
 		pr_warn("cannot open the framework object: %s\n", strerror(-err));
 		return err;
 	}
-	native = tcp == XPS_BACKEND_NATIVE;
-	bpf_program__set_autoload(skel->progs.xps_native_tcp, native);
-	bpf_program__set_autoload(skel->progs.xps_native_udp, native);
-	/* both: per-connection records for handlers (xps_conn_state) */
-	bpf_program__set_autoload(skel->progs.xps_sockops, true);
-	bpf_program__set_autoload(skel->progs.xps_stream_verdict, !native);
-	bpf_program__set_autoload(skel->progs.xps_msg_verdict, !native);
-	bpf_program__set_autoload(skel->progs.xps_tc_ingress, !native);
-	/* native too: it releases answered writes (release_writes()) */
-	bpf_program__set_autoload(skel->progs.xps_tc_egress, true);
-	if (native) {
-		bpf_program__set_expected_attach_type(skel->progs.xps_native_tcp,
-			native_attach_type("BPF_XPS_TCP"));
-		bpf_program__set_expected_attach_type(skel->progs.xps_native_udp,
-			native_attach_type("BPF_XPS_UDP"));
-	} else {
-		bpf_program__set_expected_attach_type(skel->progs.xps_stream_verdict,
-						      BPF_SK_SKB_STREAM_VERDICT);
-	}
-
+	err = fw_progs_prepare(skel, mask);
+	if (err)
+		goto fail;
 	err = xps_framework_bpf__load(skel);
 	if (err) {
 		pr_warn("cannot load the framework: %s (run with -v for the verifier log)\n",
@@ -528,7 +632,7 @@ int fw_ensure(struct xps_fw *fw)
 		err = -errno;
 		goto fail;
 	}
-	err = native ? attach_native(skel) : attach_stock(skel);
+	err = fw_progs_attach(skel, mask);
 	if (err)
 		goto fail;
 	xps_framework_bpf__destroy(skel);
@@ -752,21 +856,10 @@ out:
 
 static void fw_remove(struct xps_fw *fw)
 {
-	int fd;
-
 	fw_set_draining(fw, false);
 	unlink(LINK_SOCKOPS);	/* no new enrolment from here on */
 	fw_tc_sync(fw);	/* no context needs TC: detaches everything */
-	fd = bpf_obj_get(PROG_VERDICT);
-	if (fd >= 0 && fw->sockhash >= 0) {
-		bpf_prog_detach2(fd, fw->sockhash, BPF_SK_SKB_STREAM_VERDICT);
-		close(fd);
-	}
-	fd = bpf_obj_get(PROG_MSG);
-	if (fd >= 0 && fw->sockhash >= 0) {
-		bpf_prog_detach2(fd, fw->sockhash, BPF_SK_MSG_VERDICT);
-		close(fd);
-	}
+	fw_progs_detach(fw);
 	unpin_all();
 	pr_info("framework removed\n");
 }
