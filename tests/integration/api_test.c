@@ -17,6 +17,8 @@
 
 #include "libxps.h"
 #include <xps/kv.h>
+#include <xps/libxps_kv.h>
+#include <xps/redis.h>
 
 static int failures;
 static char last_warn[512];
@@ -276,9 +278,105 @@ out:
 		close(usock);
 }
 
+/*
+ * The kv-cache module on a Redis context: a fill's stamps, seal and
+ * insert, the state's flags and generation, the miss queue, the options.
+ */
+static void kvcache_checks(const char *obj_redis, const char *obj_kv)
+{
+	struct xps_predicate p = { .proto = IPPROTO_TCP, .lport = 17256 };
+	DECLARE_XPS_OPTS(xps_context_opts, co, .name = "kvc");
+	DECLARE_XPS_OPTS(xps_kvcache_opts, ko, .skip_ns = 1000000000ULL);
+	struct {
+		struct xps_kvcache_opts known;
+		__u64 future;
+	} newer = { .known.sz = sizeof(newer), .future = 1 };
+	struct xps_context *ctx, *plain;
+	struct xps_kv_value val, got;
+	struct xps_kv_key key, popped;
+	struct xps_kv_hkey h;
+	struct redis_state *st;
+	struct xps_kvcache *kc;
+	__u32 cgen;
+	int err;
+
+	printf("kv-cache: fills, state, miss queue\n");
+	ctx = xps_context__create_pred(obj_redis, &p, &co);
+	CHECK(ctx, "a Redis context: %s", last_warn);
+	if (!ctx)
+		return;
+	kc = xps_kvcache__open(ctx, &newer.known);
+	CHECK(!kc && errno == EINVAL, "kvcache opts: a field past the known ones is refused");
+	xps_kvcache__close(kc);
+	kc = xps_kvcache__open(ctx, &ko);
+	CHECK(kc, "xps_kvcache__open: %s", last_warn);
+	if (!kc)
+		goto out;
+	CHECK(xps_kvcache__port(kc) == 17256, "port %u", xps_kvcache__port(kc));
+	st = xps_kvcache__state(kc);
+	CHECK(st != NULL, "the state is mapped");
+	if (!st)
+		goto out;
+
+	xps_kvcache__flags(kc, REDIS_NO_SERVE, 0);
+	CHECK(st->flags & REDIS_NO_SERVE, "flags set");
+	xps_kvcache__flags(kc, 0, REDIS_NO_SERVE);
+	CHECK(!(st->flags & REDIS_NO_SERVE), "flags cleared");
+	cgen = st->cgen;
+	xps_kvcache__invalidate(kc);
+	CHECK(st->cgen == cgen + 1, "invalidate: a new generation");
+
+	xps_kv_key_set(&key, "greeting", 8);
+	memset(&val, 0xaa, sizeof(val));
+	err = xps_kvcache__fill_begin(kc, &key, &val);
+	CHECK(!err, "fill_begin with no write unanswered: %d", err);
+	CHECK(val.cgen == st->cgen && val.version == 0,
+	      "stamped with the generation (%u) and version 0 (%llu)", val.cgen,
+	      (unsigned long long)val.version);
+	val.len = 5;
+	memcpy(val.v, "hello", 5);
+	val.cas = 0;
+	val.client_flags = 0;
+	CHECK(!xps_kvcache__fill_commit(kc, &key, &val), "fill_commit");
+	h = xps_kv_hkey_of(&key);
+	CHECK(!xps_context__data_get(ctx, &h, &got) && got.len == 5 &&
+	      !memcmp(got.v, "hello", 5) && xps_kv_key_eq(&got.key, &key) &&
+	      got.sum == xps_kv_value_sum(&got) && got.sum != 0,
+	      "the value is inserted under the key's hash, sealed");
+	val.len = XPS_KV_VALUE_MAX + 1;
+	CHECK(xps_kvcache__fill_commit(kc, &key, &val) == -EINVAL,
+	      "a value longer than the layout holds is refused");
+
+	CHECK(xps_kvcache__miss_pop(kc, &popped) == -ENOENT, "empty miss queue");
+	xps_kv_key_set(&key, "missed", 6);
+	CHECK(!xps_kvcache__miss_retry(kc, &key), "miss_retry queues a key");
+	memset(&popped, 0xff, sizeof(popped));
+	CHECK(!xps_kvcache__miss_pop(kc, &popped) &&
+	      xps_kv_key_eq(&popped, &key) && !popped.b[6] &&
+	      !popped.b[XPS_KV_KEY_MAX - 1], "miss_pop: the key, cleaned");
+	xps_kvcache__fill_skip(kc, &key);
+	CHECK(!xps_kvcache__miss_retry(kc, &key) &&
+	      xps_kvcache__miss_pop(kc, &popped) == -ENOENT,
+	      "a key skipped lately is dropped from the queue");
+	CHECK(xps_kvcache__unseen_conns(kc) == 0, "no connection to the port");
+out:
+	xps_kvcache__close(kc);
+	/* a handler without the kv-cache's maps has no kv-cache */
+	p.lport = 17257;
+	plain = xps_context__create_pred(obj_kv, &p, NULL);
+	CHECK(plain, "a kv context: %s", last_warn);
+	if (plain) {
+		kc = xps_kvcache__open(plain, NULL);
+		CHECK(!kc && errno == ENOENT, "no kv-cache on kv.bpf.o");
+		xps_kvcache__close(kc);
+		xps_context__delete(plain);
+	}
+	xps_context__delete(ctx);
+}
+
 int main(int argc, char **argv)
 {
-	char obj_kv[512], obj_echo[512], obj_upper[512];
+	char obj_kv[512], obj_echo[512], obj_upper[512], obj_redis[512];
 	struct xps_context *ctx, *dup, *comp, *sub;
 	struct kv_key keys[8], k;
 	struct kv_value vals[8], v, got;
@@ -295,6 +393,7 @@ int main(int argc, char **argv)
 	snprintf(obj_kv, sizeof(obj_kv), "%s/kv.bpf.o", argv[1]);
 	snprintf(obj_echo, sizeof(obj_echo), "%s/echo.bpf.o", argv[1]);
 	snprintf(obj_upper, sizeof(obj_upper), "%s/upper.bpf.o", argv[1]);
+	snprintf(obj_redis, sizeof(obj_redis), "%s/redis.bpf.o", argv[1]);
 	libxps_set_print(quiet_print);
 	xps_framework__purge();
 
@@ -420,6 +519,7 @@ int main(int argc, char **argv)
 	}
 
 	opts_checks(obj_echo);
+	kvcache_checks(obj_redis, obj_kv);
 
 	printf("delete_context\n");
 	CHECK(!xps_context__delete(ctx), "delete");
