@@ -378,7 +378,7 @@ struct fw_attach_ctx {
  */
 struct fw_prog {
 	const char *name;	/* the program's name in xps_framework.bpf.c */
-	__u32 backends;		/* BIT(XPS_BACKEND_...) it runs for */
+	__u32 backends;		/* BE(XPS_BACKEND_...) it runs for */
 	/*
 	 * The attach type, by name in the running kernel's BTF (the native
 	 * hook's: the patch's values are not fixed) or by value; set as the
