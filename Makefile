@@ -45,7 +45,10 @@ LIBBPF_LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf -le
 FRAMEWORK := xps_framework
 HANDLERS := echo verdict upper kv redis ceiling http_filter memcached redis_cluster
 BPF_OBJS := $(addprefix $(OUTPUT)/bpf/,$(addsuffix .bpf.o,$(FRAMEWORK) $(HANDLERS)))
-BPF_HDRS := $(wildcard bpf/*.bpf.h bpf/*.h bpf/proto/*.h) $(wildcard include/xps/*.h) include/uapi/linux/xps.h
+# the handler API (bpf/xps.bpf.h) and what lies behind it, installed with it
+API_HDRS := bpf/xps.bpf.h $(wildcard bpf/internal/*.bpf.h bpf/backend/*.bpf.h)
+BPF_HDRS := $(wildcard bpf/*.bpf.h bpf/*.h bpf/proto/*.h) $(API_HDRS) \
+	$(wildcard include/xps/*.h) include/uapi/linux/xps.h
 
 LIB_SRCS := $(wildcard libxps/*.c)
 LIB_OBJS := $(patsubst libxps/%.c,$(OUTPUT)/libxps/%.o,$(LIB_SRCS))
@@ -146,7 +149,10 @@ install: all
 	install -m 644 libxps/libxps.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 include/xps/*.h $(DESTDIR)$(PREFIX)/include/xps/
 	install -m 644 include/uapi/linux/xps.h $(DESTDIR)$(PREFIX)/include/linux/
+	install -d $(DESTDIR)$(PREFIX)/include/xps/internal $(DESTDIR)$(PREFIX)/include/xps/backend
 	install -m 644 bpf/xps.bpf.h $(DESTDIR)$(PREFIX)/include/xps/
+	install -m 644 bpf/internal/*.bpf.h $(DESTDIR)$(PREFIX)/include/xps/internal/
+	install -m 644 bpf/backend/*.bpf.h $(DESTDIR)$(PREFIX)/include/xps/backend/
 	install -m 644 $(PCFILE) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 	install -m 755 $(XPSCTL) $(DAEMONS) $(DESTDIR)$(PREFIX)/sbin/
 	install -m 644 docs/xpsctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/

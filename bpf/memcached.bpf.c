@@ -243,9 +243,14 @@ int xps_memcached(struct __sk_buff *skb)
 	w.st = st;
 	w.cgen = &st->cgen;
 	w.udp_write_ns = &st->last_udp_write_ns;
-	w.cs = xps_conn_state(skb);
-	w.udp = !w.cs && xps_len(skb) >= XPS_MC_UDP_HDR_LEN &&
-		xps_backend != XPS_BACKEND_SOCKMAP;
+	/*
+	 * UDP never has connection state: deciding both on the protocol
+	 * keeps the verifier from walking a datagram with a record.
+	 */
+	if (xps_proto(skb) == IPPROTO_UDP)
+		w.udp = xps_len(skb) >= XPS_MC_UDP_HDR_LEN;
+	else
+		w.cs = xps_conn_state(skb);
 	w.seg_len = xps_len(skb);
 
 	if (xps_kv_skip(&w))

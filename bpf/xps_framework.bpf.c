@@ -26,10 +26,21 @@
  * (docs/coherence.md).  libxps loads the programs of the backend in use
  * and these two.
  */
-#include "xps.bpf.h"
-#include "proto/reply.bpf.h"
+#define XPS__FRAMEWORK	/* all the maps of internal/maps.bpf.h */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/tcp.h>
+#include <linux/udp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_core_read.h>
+
+#include "internal/run.bpf.h"
+#include "proto/reply.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -79,79 +90,6 @@ struct sock___xps {
 		int len;
 	} sk_backlog;
 } __attribute__((preserve_access_index));
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, XPS_MAX_PREDICATES);
-	__type(key, struct xps_pred_key);
-	__type(value, struct xps_pred_value);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xps_preds SEC(".maps");
-
-/* index 0: TCP, 1: UDP */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, struct xps_pred_masks);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xps_masks SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, XPS_MAX_SLOTS);
-	__type(key, __u32);
-	__type(value, struct xps_slot);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xps_slots SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, XPS_MAX_SLOTS);
-	__type(key, __u32);
-	__type(value, struct xps_ctx_info);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xps_ctxinfo SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, XPS_MAX_COMP);
-	__type(key, struct xps_comp_key);
-	__type(value, struct xps_comp_value);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xps_comp SEC(".maps");
-
-/*
- * One program array per protocol: the kernel only tail-calls between
- * programs of the same type and expected attach type, and a backend's TCP
- * and UDP entry points differ in at least one of them.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, XPS_MAX_SLOTS);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xps_progs_tcp SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, XPS_MAX_SLOTS);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xps_progs_udp SEC(".maps");
-
-/* Control-plane bookkeeping only: never read by the programs. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, XPS_MAX_TC_IFS);
-	__type(key, __u32);
-	__type(value, struct xps_tc_if);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xps_tcifs SEC(".maps");
 
 static __always_inline struct xps_config *config(void)
 {

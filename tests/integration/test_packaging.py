@@ -153,6 +153,30 @@ def test_files_where_they_belong():
             raise AssertionError("libxps.so's SONAME is not libxps.so.%s:\n%s" % (SOVER, dyn))
 
 
+# a handler built against the packaged BPF headers alone
+HANDLER = r"""
+#include <xps/xps.bpf.h>
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+XPS_DATA_MAP(__u32, __u64, 16);
+
+SEC("xps")
+int pkg_handler(struct __sk_buff *skb)
+{
+	__u32 key = 0;
+	__u64 *v;
+
+	if (xps_proto(skb) != IPPROTO_TCP)
+		return xps_pass(skb);
+	v = xps_data_lookup(&key);
+	if (!v || xps_resize(skb, sizeof(*v)) ||
+	    xps_store(skb, 0, v, sizeof(*v)) == XPS_EBUSY)
+		return xps_pass(skb);
+	return xps_tx(skb);
+}
+"""
+
 TINY = r"""
 #include <stdio.h>
 #include <string.h>
@@ -228,6 +252,20 @@ def test_install_into_a_root_and_purge():
         eq(run(exe + "-static").stdout.strip(), "native", "the static library")
         os.unlink(src)
         for f in (exe, exe + "-static"):
+            os.unlink(f)
+        # xps/xps.bpf.h and what it includes (xps/internal, xps/backend)
+        src = os.path.join(root, "handler.bpf.c")
+        open(src, "w").write(HANDLER)
+        triplet = run("cc", "-dumpmachine").stdout.strip()
+        run("clang", "-O2", "-g", "-target", "bpf", "-mcpu=v3", "-Wall", "-Werror",
+            "-I" + os.path.join(root, "usr/include"), "-I/usr/include/" + triplet,
+            "-c", src, "-o", src + ".o")
+        syms = run("llvm-objdump", "-t", src + ".o").stdout
+        for sym in ("pkg_handler", "xps_backend", "xps_data", "xps_run"):
+            if not re.search(r"\s%s$" % sym, syms, re.M):
+                raise AssertionError("the packaged headers' handler lacks %s:\n%s"
+                                     % (sym, syms))
+        for f in (src, src + ".o"):
             os.unlink(f)
 
         # the unit as installed: systemd-analyze, with the root's xpsctl

@@ -18,16 +18,10 @@
 #include <linux/xps.h>
 #include <xps/abi.h>
 
-char LICENSE[] SEC("license") = "GPL";
+/* xps_conns and the other maps handlers share, reused from /sys/fs/bpf/xps */
+#include "internal/maps.bpf.h"
 
-/* The framework's, reused from /sys/fs/bpf/xps: same definition. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, XPS_MAX_CONNS);
-	__type(key, __u64);
-	__type(value, struct xps_conn);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xps_conns SEC(".maps");
+char LICENSE[] SEC("license") = "GPL";
 
 /*
  * The framework's xps_native_tcp and xps_native_udp.  A program array
