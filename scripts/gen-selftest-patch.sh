@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Generate the selftest patch of the kernel series,
-# kernel-patches/0006-selftests-bpf-Add-XPS-tests.patch, from its sources:
+# Generate the selftest patch of the kernel series (the last one,
+# kernel-patches/NNNN-selftests-bpf-Add-XPS-tests.patch), from its sources:
 # tests/vm/ is the master copy of the test (xps_vmtest.c, xps_test.bpf.c,
 # xps_test.h); kernel-patches/selftests/ holds what only the kernel tree
 # has (the commit message, the MAINTAINERS hunk, the selftest directory's
@@ -20,7 +20,9 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
 src=$repo/kernel-patches/selftests
-patch=$repo/kernel-patches/0006-selftests-bpf-Add-XPS-tests.patch
+# the series' last patch; its number moves when patches are added
+patch=$(ls "$repo"/kernel-patches/[0-9][0-9][0-9][0-9]-selftests-bpf-Add-XPS-tests.patch 2>/dev/null | tail -1)
+[ -n "$patch" ] || { echo "gen-selftest-patch: no kernel-patches/NNNN-selftests-bpf-Add-XPS-tests.patch" >&2; exit 1; }
 dir=tools/testing/selftests/bpf/xps
 # the trailer format-patch wrote when the series was made; fixed, so that
 # the output does not depend on the git version that runs this

@@ -41,7 +41,7 @@ for s in "${suites[@]}"; do
 		run "unit: protocol parsers and encoders (host)" make -s -C tests/unit test
 		run "unit: fuzzers, 5 s each (make fuzz runs them longer)" \
 			make -s -C tests/unit fuzz-smoke FUZZ_SECONDS=5
-		run "unit: kernel-patches/0006 is generated from tests/vm" \
+		run "unit: the selftest kernel patch is generated from tests/vm" \
 			scripts/gen-selftest-patch.sh --check ;;
 	verifier)
 		run "verifier: parsers accepted by this kernel" tests/verifier/gate.sh ;;

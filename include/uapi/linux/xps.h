@@ -27,14 +27,23 @@
  *    change its length (bpf_skb_change_tail); on XPS_TX the payload as the
  *    program left it is sent back to the peer.
  *
- * Return values are enum xps_verdict.  Any other value, and any failure of
- * the hook before the program ran, is treated as XPS_PASS.
+ * Return values are enum xps_verdict (linux/bpf.h, beside the attach
+ * types).  Any other value, and any failure of the hook before the program
+ * ran, is treated as XPS_PASS.
  */
 #ifndef _UAPI_LINUX_XPS_H
 #define _UAPI_LINUX_XPS_H
 
 #include <linux/types.h>
+#include <linux/bpf.h>
 
+/*
+ * Not in the kernel's copy of this header: the verdicts, for builds
+ * against a linux/bpf.h without them (every kernel but the patched one;
+ * the patched kernel defines them beside enum sk_action, and
+ * XPS_VERDICT_MAX with them).
+ */
+#ifndef XPS_VERDICT_MAX
 enum xps_verdict {
 	/* Deliver the payload to the socket as if no program were attached. */
 	XPS_PASS = 0,
@@ -52,6 +61,7 @@ enum xps_verdict {
 };
 
 #define XPS_VERDICT_MAX (__XPS_VERDICT_MAX - 1)
+#endif
 
 /*
  * TCP: bits of struct tcp_sock's xps_state, which the program reads through
