@@ -333,7 +333,7 @@ static bool readable(int fd, int ms)
 	return poll(&p, 1, ms) > 0 && (p.revents & POLLIN);
 }
 
-static void tcp_info(int fd, struct tcp_info *ti)
+static void get_tcp_info(int fd, struct tcp_info *ti)
 {
 	socklen_t len = sizeof(*ti);
 
@@ -348,7 +348,7 @@ static bool wait_acked(int fd, __u64 bytes)
 	struct tcp_info ti;
 
 	for (;;) {
-		tcp_info(fd, &ti);
+		get_tcp_info(fd, &ti);
 		if ((ti.tcpi_bytes_acked >= bytes && !ti.tcpi_unacked) ||
 		    now_ms() >= deadline)
 			break;
@@ -450,8 +450,8 @@ static void tcp_tx(int family)
 	ASSERT_STRNEQ(buf, "world", 5, "client read");
 	if (!wait_acked(cli, 805) || !wait_acked(srv, 805))
 		goto out;
-	tcp_info(cli, &tc);
-	tcp_info(srv, &ts);
+	get_tcp_info(cli, &tc);
+	get_tcp_info(srv, &ts);
 	ASSERT_EQ(ts.tcpi_bytes_received, 805, "owner's bytes_received");
 	ASSERT_EQ(tc.tcpi_bytes_received, 805, "client's bytes_received");
 	ASSERT_EQ(tc.tcpi_total_retrans, 0, "client retransmissions");
@@ -608,7 +608,7 @@ static void test_tcp_big(void)
 		    !ASSERT_STRNEQ(in + 15356, "END!", 4, "reply tail"))
 			goto out;
 	}
-	tcp_info(srv, &ti);
+	get_tcp_info(srv, &ti);
 	ASSERT_LT(ti.tcpi_snd_mss, 15360, "snd_mss");
 	if (env.verbosity > VERBOSE_NONE)
 		printf("  15 KiB replies with snd_mss %u\n", ti.tcpi_snd_mss);
@@ -1435,7 +1435,7 @@ static void test_accounting(void)
 		goto out;
 	ASSERT_EQ(WEXITSTATUS(st), 0, "owner's exit status (2: woken for consumed bytes)");
 	if (env.verbosity > VERBOSE_NONE)
-		printf("  program %lld us; owner +%lld us (schedstat), +%lld ticks, cgroup +%lld us\n",
+		printf("  prog %lld us; owner +%lld us, +%lld ticks; cgroup +%lld us\n",
 		       run_ns / 1000, (c1.ns - c0.ns) / 1000,
 		       c1.ticks - c0.ticks, c1.cg_us - c0.cg_us);
 	ASSERT_GE(c1.ns - c0.ns, run_ns * 8 / 10, "owner's schedstat runtime (ns)");
