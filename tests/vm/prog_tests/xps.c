@@ -1405,12 +1405,19 @@ static void test_accounting(void)
 	owner_charge(pid, cg, &c0);
 	for (i = 0; i < 400; i++) {
 		char got[4];
+		int err;
 
-		if (!ASSERT_OK(send_all(cli, "BURN", 4), "send BURN") ||
-		    !ASSERT_OK(recv_all(cli, got, 4), "recv BURN reply"))
+		err = send_all(cli, "BURN", 4);
+		if (!err)
+			err = recv_all(cli, got, 4);
+		if (err) {
+			PRINT_FAIL("BURN %d: %s\n", i, strerror(-err));
 			goto out;
-		if (!ASSERT_STRNEQ(got, "PONG", 4, "BURN reply"))
+		}
+		if (memcmp(got, "PONG", 4)) {
+			PRINT_FAIL("BURN %d: reply '%.4s'\n", i, got);
 			goto out;
+		}
 	}
 	if (!ASSERT_OK(bpf_obj_get_info_by_fd(bpf_program__fd(skel->progs.xps_tcp),
 					      &info, &ilen),
