@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # Generate the selftest patch of the kernel series (the last one,
-# kernel-patches/NNNN-selftests-bpf-Add-XPS-tests.patch), from its sources:
-# tests/vm/ is the master copy of the test (xps_vmtest.c, xps_test.bpf.c,
-# xps_test.h); kernel-patches/selftests/ holds what only the kernel tree
-# has (the commit message, the MAINTAINERS hunk, the selftest directory's
-# Makefile and .gitignore).
+# kernel-patches/NNNN-selftests-bpf-Add-XPS-tests.patch), from its sources.
+# tests/vm/ is the master copy of the test, laid out as in the kernel's
+# tools/testing/selftests/bpf, where it is part of test_progs
+# (`./test_progs -t xps`):
+#
+#   tests/vm/prog_tests/xps.c    -> tools/testing/selftests/bpf/prog_tests/xps.c
+#   tests/vm/progs/xps_test.c    -> tools/testing/selftests/bpf/progs/xps_test.c
+#   tests/vm/xps_test.h          -> tools/testing/selftests/bpf/xps_test.h
+#
+# (the tools copy of the uapi header, tools/include/uapi/linux/xps.h, which
+# the selftests build includes, comes with the uapi header itself in
+# patches 0001 and 0002).  kernel-patches/selftests/ holds what only the
+# kernel tree has: the commit message and the MAINTAINERS hunk.
 #
 #   scripts/gen-selftest-patch.sh           rewrite the patch
 #   scripts/gen-selftest-patch.sh --check   exit 1, with a diff, when the
@@ -12,7 +20,7 @@
 #   scripts/gen-selftest-patch.sh --stdout  print the patch
 #
 # The diff is `git format-patch` output of a scratch repository holding the
-# five new files, so the diffstat, the blob ids and the hunks are git's; the
+# new files, so the diffstat, the blob ids and the hunks are git's; the
 # MAINTAINERS hunk is against the kernel's MAINTAINERS and is kept as it is.
 # A changed patch changes the kernel build's cache key: run
 # `scripts/build-kernel.sh --each` after rewriting it.
@@ -23,7 +31,13 @@ src=$repo/kernel-patches/selftests
 # the series' last patch; its number moves when patches are added
 patch=$(ls "$repo"/kernel-patches/[0-9][0-9][0-9][0-9]-selftests-bpf-Add-XPS-tests.patch 2>/dev/null | tail -1)
 [ -n "$patch" ] || { echo "gen-selftest-patch: no kernel-patches/NNNN-selftests-bpf-Add-XPS-tests.patch" >&2; exit 1; }
-dir=tools/testing/selftests/bpf/xps
+selftests=tools/testing/selftests/bpf
+# master copy in this repository -> path in the kernel tree
+files=(
+	"tests/vm/prog_tests/xps.c:$selftests/prog_tests/xps.c"
+	"tests/vm/progs/xps_test.c:$selftests/progs/xps_test.c"
+	"tests/vm/xps_test.h:$selftests/xps_test.h"
+)
 # the trailer format-patch wrote when the series was made; fixed, so that
 # the output does not depend on the git version that runs this
 signature=2.39.5
@@ -38,9 +52,8 @@ case "${1:-}" in
 esac
 
 command -v git >/dev/null || { echo "gen-selftest-patch: git missing" >&2; exit 1; }
-for f in "$src/message" "$src/MAINTAINERS.diff" "$src/Makefile" "$src/gitignore" \
-	 "$repo/tests/vm/xps_test.bpf.c" "$repo/tests/vm/xps_test.h" \
-	 "$repo/tests/vm/xps_vmtest.c"; do
+for f in "$src/message" "$src/MAINTAINERS.diff" "${files[@]%%:*}"; do
+	case $f in /*) ;; *) f=$repo/$f ;; esac
 	[ -f "$f" ] || { echo "gen-selftest-patch: $f missing" >&2; exit 1; }
 done
 
@@ -58,16 +71,16 @@ g() {
 
 mkdir "$tmp/r"
 g init -q
-# one line added to MAINTAINERS, for the diffstat; its hunk is replaced below
+# the lines the MAINTAINERS hunk adds, for the diffstat; the hunk itself
+# is replaced below
 echo base >"$tmp/r/MAINTAINERS"
 g add MAINTAINERS
 g commit -q -m base
-echo "F:	$dir/" >>"$tmp/r/MAINTAINERS"
-mkdir -p "$tmp/r/$dir"
-cp "$src/gitignore" "$tmp/r/$dir/.gitignore"
-cp "$src/Makefile" "$tmp/r/$dir/Makefile"
-cp "$repo/tests/vm/xps_test.bpf.c" "$repo/tests/vm/xps_test.h" \
-   "$repo/tests/vm/xps_vmtest.c" "$tmp/r/$dir/"
+sed -n 's/^+\([^+]\)/\1/p' "$src/MAINTAINERS.diff" >>"$tmp/r/MAINTAINERS"
+for f in "${files[@]}"; do
+	mkdir -p "$(dirname "$tmp/r/${f#*:}")"
+	cp "$repo/${f%%:*}" "$tmp/r/${f#*:}"
+done
 g add -A
 g commit -q -m selftests
 g format-patch -q --stdout --no-signature -1 >"$tmp/fp"
@@ -97,8 +110,8 @@ stdout)
 	cat "$tmp/patch" ;;
 check)
 	if ! cmp -s "$tmp/patch" "$patch"; then
-		echo "gen-selftest-patch: ${patch#"$repo"/} is not generated from tests/vm" \
-		     "and kernel-patches/selftests:" >&2
+		echo "gen-selftest-patch: ${patch#"$repo"/} is not generated from tests/vm," \
+		     "include/uapi and kernel-patches/selftests:" >&2
 		diff -u "$patch" "$tmp/patch" | head -60 >&2 || true
 		echo "gen-selftest-patch: run scripts/gen-selftest-patch.sh to rewrite it" >&2
 		exit 1

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Types shared by xps_test.bpf.c and xps_vmtest.c. */
+/* Types shared by progs/xps_test.c and prog_tests/xps.c. */
 #ifndef __XPS_TEST_H
 #define __XPS_TEST_H
 
 #include <linux/types.h>
 
-#include <linux/xps.h>	/* the repo's include/uapi/linux/xps.h */
+#include <linux/xps.h>
 
 #define XPS_TEST_ECHO_PORT	7007
 /* The program answers on these local ports only (the tests' servers). */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * BPF side of the kernel-hook tests (tests/vm/xps_vmtest.c).  SK_SKB
- * programs for BPF_XPS_TCP / BPF_XPS_UDP speaking a tiny protocol keyed by
- * the first four payload bytes:
+ * BPF side of the XPS hook tests (prog_tests/xps.c), loaded through the
+ * xps_test skeleton.  SK_SKB programs for BPF_XPS_TCP / BPF_XPS_UDP (the
+ * test sets the expected attach types before load) speaking a tiny
+ * protocol keyed by the first four payload bytes:
  *
  *   "PING..."  XPS_TX, reply "PONG..." (same length, rest unchanged)
  *   "DROP..."  XPS_DROP

@@ -1,0 +1,1523 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Tests of the XPS hooks (BPF_XPS_TCP, BPF_XPS_UDP): verdicts on TCP and
+ * UDP, the context the program sees, link rules, BPF_PROG_TEST_RUN and the
+ * accounting of handler time to the socket's owner.  Each subtest runs in
+ * a network namespace of its own; the programs are progs/xps_test.c.
+ *
+ * The attach types come from the running kernel's BTF, so that the test
+ * also builds against a libbpf and uapi headers that do not know them.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <linux/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <bpf/btf.h>
+
+#include <test_progs.h>
+
+#include "xps_test.h"
+#include "xps_test.skel.h"
+
+/* Bound of every wait for something to happen: the kernel usually takes
+ * microseconds, but the test also runs in emulated guests.
+ */
+#define XPS_WAIT_MS	10000
+
+static int attach_tcp = -1, attach_udp = -1;
+
+static int find_attach_types(void)
+{
+	const struct btf_type *t;
+	const struct btf_enum *e;
+	struct btf *btf;
+	int id, i;
+
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return -errno;
+	id = btf__find_by_name_kind(btf, "bpf_attach_type", BTF_KIND_ENUM);
+	if (id < 0) {
+		btf__free(btf);
+		return id;
+	}
+	t = btf__type_by_id(btf, id);
+	e = btf_enum(t);
+	for (i = 0; i < btf_vlen(t); i++, e++) {
+		const char *n = btf__name_by_offset(btf, e->name_off);
+
+		if (!strcmp(n, "BPF_XPS_TCP"))
+			attach_tcp = e->val;
+		else if (!strcmp(n, "BPF_XPS_UDP"))
+			attach_udp = e->val;
+	}
+	btf__free(btf);
+	return attach_tcp < 0 || attach_udp < 0 ? -ENOENT : 0;
+}
+
+/* The skeleton, loaded with the XPS attach types, tail handler installed. */
+static struct xps_test *xps_load(void)
+{
+	struct xps_test *skel;
+	__u32 zero = 0;
+	int tail_fd;
+
+	skel = xps_test__open();
+	if (!ASSERT_OK_PTR(skel, "xps_test__open"))
+		return NULL;
+	bpf_program__set_expected_attach_type(skel->progs.xps_tcp, attach_tcp);
+	/* 6.12 tail-calls only between programs of one expected type */
+	bpf_program__set_expected_attach_type(skel->progs.tail_handler,
+					      attach_tcp);
+	bpf_program__set_expected_attach_type(skel->progs.xps_udp, attach_udp);
+	bpf_program__set_expected_attach_type(skel->progs.not_xps,
+					      BPF_SK_SKB_STREAM_VERDICT);
+	if (!ASSERT_OK(xps_test__load(skel), "xps_test__load"))
+		goto err;
+	tail_fd = bpf_program__fd(skel->progs.tail_handler);
+	if (!ASSERT_OK(bpf_map_update_elem(bpf_map__fd(skel->maps.jmp), &zero,
+					   &tail_fd, BPF_ANY),
+		       "tail handler into jmp"))
+		goto err;
+	return skel;
+err:
+	xps_test__destroy(skel);
+	return NULL;
+}
+
+/* Attach @prog to the current netns; returns the link fd or -1. */
+static int xps_link(struct bpf_program *prog, int type)
+{
+	int netns, link;
+
+	netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (!ASSERT_OK_FD(netns, "open netns"))
+		return -1;
+	link = bpf_link_create(bpf_program__fd(prog), netns, type, NULL);
+	close(netns);
+	if (!ASSERT_OK_FD(link, "bpf_link_create"))
+		return -1;
+	return link;
+}
+
+static __u64 stat_get(struct xps_test *skel, __u32 slot)
+{
+	__u64 v = 0;
+
+	bpf_map_lookup_elem(bpf_map__fd(skel->maps.stats), &slot, &v);
+	return v;
+}
+
+static void seen_get(struct xps_test *skel, struct xps_test_seen *s)
+{
+	__u32 zero = 0;
+
+	memset(s, 0, sizeof(*s));
+	bpf_map_lookup_elem(bpf_map__fd(skel->maps.seen), &zero, s);
+}
+
+static __u64 now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+}
+
+/* Wait until the program has counted @want runs of kind @slot. */
+static bool wait_stat(struct xps_test *skel, __u32 slot, __u64 want)
+{
+	__u64 deadline = now_ms() + XPS_WAIT_MS;
+
+	while (stat_get(skel, slot) < want && now_ms() < deadline)
+		sched_yield();
+	return ASSERT_GE(stat_get(skel, slot), want, "program's count");
+}
+
+static void close_fd(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+/* ---- sockets ------------------------------------------------------------ */
+
+/* A flag shared with forked helpers. */
+static int *mmap_shared(void)
+{
+	void *p = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static int set_lo(int up, int mtu)
+{
+	struct ifreq ifr = {};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (mtu) {
+		ifr.ifr_mtu = mtu;
+		if (ioctl(fd, SIOCSIFMTU, &ifr))
+			goto err;
+	}
+	if (up) {
+		if (ioctl(fd, SIOCGIFFLAGS, &ifr))
+			goto err;
+		ifr.ifr_flags |= IFF_UP;
+		if (ioctl(fd, SIOCSIFFLAGS, &ifr))
+			goto err;
+	}
+	close(fd);
+	return 0;
+err:
+	close(fd);
+	return -1;
+}
+
+static socklen_t mkaddr(int family, const char *ip, int port,
+			struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (family == AF_INET6) {
+		struct sockaddr_in6 *a = (void *)ss;
+
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons(port);
+		inet_pton(AF_INET6, ip, &a->sin6_addr);
+		return sizeof(*a);
+	}
+	{
+		struct sockaddr_in *a = (void *)ss;
+
+		a->sin_family = AF_INET;
+		a->sin_port = htons(port);
+		inet_pton(AF_INET, ip, &a->sin_addr);
+		return sizeof(*a);
+	}
+}
+
+/* Blocking calls give up after @sec seconds instead of hanging the run. */
+static void timeouts(int fd, int sec)
+{
+	struct timeval tv = { .tv_sec = sec };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static int listen_on(int family, int type, const char *ip, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = mkaddr(family, ip, port, &ss);
+	int fd, one = 1;
+
+	fd = socket(family, type | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (void *)&ss, len) ||
+	    (type == SOCK_STREAM && listen(fd, 8))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int connect_to(int family, const char *ip, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = mkaddr(family, ip, port, &ss);
+	int fd;
+
+	fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	timeouts(fd, 10);
+	if (connect(fd, (void *)&ss, len)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A connected, accepted TCP pair on loopback; false (fds -1) on failure. */
+static bool tcp_pair(int family, int port, int *cli, int *srv)
+{
+	const char *ip = family == AF_INET6 ? "::1" : "127.0.0.1";
+	int l;
+
+	*cli = *srv = -1;
+	l = listen_on(family, SOCK_STREAM, ip, port);
+	if (!ASSERT_OK_FD(l, "listen"))
+		return false;
+	*cli = connect_to(family, ip, port);
+	if (ASSERT_OK_FD(*cli, "connect"))
+		*srv = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	close(l);
+	if (*cli < 0 || !ASSERT_OK_FD(*srv, "accept")) {
+		close_fd(*cli);
+		*cli = -1;
+		return false;
+	}
+	timeouts(*srv, 10);
+	return true;
+}
+
+static int send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* 0, -errno, or -EPIPE on an early EOF. */
+static int recv_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = recv(fd, p, len, 0);
+
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EPIPE;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int inq(int fd)
+{
+	int n = -1;
+
+	ioctl(fd, FIONREAD, &n);
+	return n;
+}
+
+static bool readable(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) > 0 && (p.revents & POLLIN);
+}
+
+static void get_tcp_info(int fd, struct tcp_info *ti)
+{
+	socklen_t len = sizeof(*ti);
+
+	memset(ti, 0, sizeof(*ti));
+	getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len);
+}
+
+/* Wait until everything @fd sent, @bytes in all, has been acknowledged. */
+static bool wait_acked(int fd, __u64 bytes)
+{
+	__u64 deadline = now_ms() + XPS_WAIT_MS;
+	struct tcp_info ti;
+
+	for (;;) {
+		get_tcp_info(fd, &ti);
+		if ((ti.tcpi_bytes_acked >= bytes && !ti.tcpi_unacked) ||
+		    now_ms() >= deadline)
+			break;
+		sched_yield();
+	}
+	return ASSERT_GE(ti.tcpi_bytes_acked, bytes, "bytes acked") &&
+	       ASSERT_EQ(ti.tcpi_unacked, 0, "segments unacked");
+}
+
+/* One request answered by the program; quiet on success (loops call it). */
+static bool ping(int cli, int i)
+{
+	char req[9], want[9], got[8];
+	int err;
+
+	snprintf(req, sizeof(req), "PING%04d", i % 10000);
+	snprintf(want, sizeof(want), "PONG%04d", i % 10000);
+	err = send_all(cli, req, 8);
+	if (!err)
+		err = recv_all(cli, got, 8);
+	if (err) {
+		PRINT_FAIL("request %d: %s\n", i, strerror(-err));
+		return false;
+	}
+	if (memcmp(got, want, 8)) {
+		PRINT_FAIL("request %d: got '%.8s', want '%s'\n", i, got, want);
+		return false;
+	}
+	return true;
+}
+
+/* ---- subtests ------------------------------------------------------------ */
+
+static void test_btf_attach_types(void)
+{
+	ASSERT_EQ(attach_tcp, 57, "BPF_XPS_TCP");
+	ASSERT_EQ(attach_udp, 58, "BPF_XPS_UDP");
+}
+
+/* TX on TCP: replies in order, the owner never sees the requests, and the
+ * sequence space stays exact for the owner's own reads and writes.
+ */
+static void tcp_tx(int family)
+{
+	int cli = -1, srv = -1, link = -1, port = 8000 + family, i;
+	struct sockaddr_storage ss;
+	struct tcp_info tc, ts;
+	struct xps_test_seen s;
+	struct xps_test *skel;
+	socklen_t len;
+	__u64 cookie = 0;
+	char buf[16];
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(family, port, &cli, &srv))
+		goto out;
+
+	for (i = 0; i < 100; i++)
+		if (!ping(cli, i))
+			goto out;
+	ASSERT_EQ(stat_get(skel, XPS_TX), 100, "TX verdicts");
+
+	/* The context the program saw on the server's socket. */
+	seen_get(skel, &s);
+	len = sizeof(cookie);
+	if (!ASSERT_OK(getsockopt(srv, SOL_SOCKET, SO_COOKIE, &cookie, &len),
+		       "SO_COOKIE"))
+		goto out;
+	ASSERT_EQ(s.family, family, "seen family");
+	ASSERT_EQ(s.local_port, port, "seen local_port");
+	ASSERT_EQ(s.cookie, cookie, "seen cookie");
+	len = sizeof(ss);
+	if (!ASSERT_OK(getsockname(cli, (void *)&ss, &len), "getsockname"))
+		goto out;
+	/* sin_port and sin6_port are at the same offset */
+	ASSERT_EQ(s.remote_port, ntohs(((struct sockaddr_in *)&ss)->sin_port),
+		  "seen remote_port");
+	if (family == AF_INET) {
+		ASSERT_EQ(s.local_ip4, htonl(INADDR_LOOPBACK), "seen local_ip4");
+		ASSERT_EQ(s.remote_ip4, htonl(INADDR_LOOPBACK), "seen remote_ip4");
+	} else {
+		ASSERT_EQ(s.local_ip6[3], htonl(1), "seen local_ip6");
+		ASSERT_EQ(s.remote_ip6[3], htonl(1), "seen remote_ip6");
+	}
+	ASSERT_FALSE(readable(srv, 0), "owner readable after consumed requests");
+	ASSERT_EQ(inq(srv), 0, "owner's queued bytes");
+
+	/* The owner's stream continues where the consumed bytes ended. */
+	if (!ASSERT_OK(send_all(cli, "hello", 5), "send to owner") ||
+	    !ASSERT_OK(recv_all(srv, buf, 5), "owner recv"))
+		goto out;
+	ASSERT_STRNEQ(buf, "hello", 5, "owner read");
+	if (!ASSERT_OK(send_all(srv, "world", 5), "owner send") ||
+	    !ASSERT_OK(recv_all(cli, buf, 5), "recv from owner"))
+		goto out;
+	ASSERT_STRNEQ(buf, "world", 5, "client read");
+	if (!wait_acked(cli, 805) || !wait_acked(srv, 805))
+		goto out;
+	get_tcp_info(cli, &tc);
+	get_tcp_info(srv, &ts);
+	ASSERT_EQ(ts.tcpi_bytes_received, 805, "owner's bytes_received");
+	ASSERT_EQ(tc.tcpi_bytes_received, 805, "client's bytes_received");
+	ASSERT_EQ(tc.tcpi_total_retrans, 0, "client retransmissions");
+	ASSERT_EQ(ts.tcpi_total_retrans, 0, "owner retransmissions");
+out:
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+static void test_tcp_tx_v4(void)
+{
+	tcp_tx(AF_INET);
+}
+
+static void test_tcp_tx_v6(void)
+{
+	tcp_tx(AF_INET6);
+}
+
+/* Counts the owner's EPOLLIN events, each reported on an eventfd. */
+struct owner_watch {
+	int fd;		/* the owner's socket */
+	int report;	/* eventfd: +1 for each event */
+	int stop;	/* eventfd: written to end the thread */
+	pthread_t thread;
+	int events;
+	int err;
+};
+
+static void *watch_owner(void *arg)
+{
+	struct owner_watch *w = arg;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
+	__u64 one = 1;
+	int ep;
+
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0) {
+		w->err = errno;
+		return NULL;
+	}
+	/* edge-triggered: one event per wake-up with new data */
+	ev.data.fd = w->fd;
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, w->fd, &ev))
+		goto err;
+	ev.events = EPOLLIN;
+	ev.data.fd = w->stop;
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, w->stop, &ev))
+		goto err;
+	for (;;) {
+		int n = epoll_wait(ep, &ev, 1, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto err;
+		if (ev.data.fd == w->stop)
+			break;
+		w->events++;
+		if (write(w->report, &one, sizeof(one)) != sizeof(one))
+			goto err;
+	}
+	close(ep);
+	return NULL;
+err:
+	w->err = errno;
+	close(ep);
+	return NULL;
+}
+
+/* The service is never woken for consumed bytes. */
+static void test_tcp_not_woken(void)
+{
+	struct owner_watch w = { .report = -1, .stop = -1 };
+	int cli = -1, srv = -1, link = -1, i;
+	struct xps_test *skel;
+	bool watching = false;
+	__u64 one = 1;
+	char buf[4];
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, 8100, &cli, &srv))
+		goto out;
+	w.fd = srv;
+	w.report = eventfd(0, EFD_CLOEXEC);
+	w.stop = eventfd(0, EFD_CLOEXEC);
+	if (!ASSERT_OK_FD(w.report, "eventfd") ||
+	    !ASSERT_OK_FD(w.stop, "eventfd"))
+		goto out;
+	if (!ASSERT_OK(pthread_create(&w.thread, NULL, watch_owner, &w),
+		       "pthread_create"))
+		goto out;
+	watching = true;
+	for (i = 0; i < 200; i++)
+		if (!ping(cli, i))
+			goto out;
+	ASSERT_EQ(inq(srv), 0, "owner's queued bytes");
+	ASSERT_FALSE(readable(w.report, 0), "owner woken by consumed bytes");
+
+	/* Passed bytes wake the owner: its first wake-up must be for them. */
+	if (!ASSERT_OK(send_all(cli, "bye!", 4), "send passed bytes"))
+		goto out;
+	ASSERT_TRUE(readable(w.report, XPS_WAIT_MS), "owner woken for passed bytes");
+	if (!ASSERT_OK(recv_all(srv, buf, 4), "owner recv"))
+		goto out;
+	ASSERT_STRNEQ(buf, "bye!", 4, "owner read");
+	ASSERT_EQ(inq(srv), 0, "owner's queued bytes after its read");
+out:
+	if (watching) {
+		if (write(w.stop, &one, sizeof(one)) != sizeof(one))
+			/* the thread never ends: don't wait for it */
+			PRINT_FAIL("stopping the watcher: %s\n", strerror(errno));
+		else
+			pthread_join(w.thread, NULL);
+		ASSERT_OK(w.err, "watcher thread");
+		ASSERT_EQ(w.events, 1, "owner's wake-ups");
+	}
+	close_fd(w.report);
+	close_fd(w.stop);
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+/* Replies larger than the MSS: 15 KiB built by the program, and a 64 KiB
+ * stream echoed segment by segment, with a 1500 byte MTU.
+ */
+static void test_tcp_big(void)
+{
+	static char out[65536], in[65536];
+	int cli = -1, srv = -1, link = -1, i;
+	struct xps_test *skel;
+	struct tcp_info ti;
+
+	if (!ASSERT_OK(set_lo(0, 1500), "lo mtu 1500"))
+		return;
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, 8200, &cli, &srv))
+		goto out;
+	for (i = 0; i < 3; i++) {
+		if (!ASSERT_OK(send_all(cli, "BIG\x0f", 4), "send BIG") ||
+		    !ASSERT_OK(recv_all(cli, in, 15360), "recv 15 KiB reply"))
+			goto out;
+		if (!ASSERT_STRNEQ(in, "BIGR", 4, "reply head") ||
+		    !ASSERT_STRNEQ(in + 15356, "END!", 4, "reply tail"))
+			goto out;
+	}
+	get_tcp_info(srv, &ti);
+	ASSERT_LT(ti.tcpi_snd_mss, 15360, "snd_mss");
+	if (env.verbosity > VERBOSE_NONE)
+		printf("  15 KiB replies with snd_mss %u\n", ti.tcpi_snd_mss);
+	ASSERT_EQ(inq(srv), 0, "owner's queued bytes");
+	close(cli);
+	close(srv);
+
+	if (!tcp_pair(AF_INET, XPS_TEST_ECHO_PORT, &cli, &srv))
+		goto out;
+	for (i = 0; i < (int)sizeof(out); i++)
+		out[i] = (char)(i * 7 + (i >> 8));
+	if (!ASSERT_OK(send_all(cli, out, sizeof(out)), "send 64 KiB") ||
+	    !ASSERT_OK(recv_all(cli, in, sizeof(in)), "recv 64 KiB echo"))
+		goto out;
+	ASSERT_OK(memcmp(in, out, sizeof(in)), "64 KiB echo as sent");
+	ASSERT_EQ(inq(srv), 0, "owner's queued bytes");
+	ASSERT_FALSE(readable(srv, 0), "owner readable after echoed bytes");
+	if (env.verbosity > VERBOSE_NONE)
+		printf("  64 KiB echoed in %llu TX runs\n",
+		       (unsigned long long)stat_get(skel, XPS_TX));
+out:
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+/* DROP consumes and acknowledges; the stream continues. */
+static void test_tcp_drop(void)
+{
+	int cli = -1, srv = -1, link = -1, i;
+	struct xps_test *skel;
+	char buf[5];
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, 8300, &cli, &srv))
+		goto out;
+	for (i = 0; i < 20; i++) {
+		if (!ASSERT_OK(send_all(cli, "DROPDROP", 8), "send DROP"))
+			goto out;
+		/* Acked without any reply or read: no delayed-ACK stall. */
+		if (!wait_acked(cli, 8 * (i + 1)))
+			goto out;
+	}
+	ASSERT_EQ(inq(srv), 0, "owner's queued bytes");
+	ASSERT_FALSE(readable(srv, 0), "owner readable after dropped bytes");
+	if (!ASSERT_OK(send_all(cli, "hello", 5), "send to owner") ||
+	    !ASSERT_OK(recv_all(srv, buf, 5), "owner recv"))
+		goto out;
+	ASSERT_STRNEQ(buf, "hello", 5, "owner read");
+	ASSERT_EQ(stat_get(skel, XPS_DROP), 20, "DROP verdicts");
+out:
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+/* RESET closes the client (and the owner sees the reset). */
+static void test_tcp_reset(void)
+{
+	int cli = -1, srv = -1, link = -1, err;
+	struct xps_test *skel;
+	char buf[4];
+	ssize_t n;
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, 8400, &cli, &srv))
+		goto out;
+	if (!ping(cli, 1) ||
+	    !ASSERT_OK(send_all(cli, "RST!", 4), "send RST!"))
+		goto out;
+	n = recv(cli, buf, sizeof(buf), 0);
+	err = n < 0 ? errno : 0;
+	ASSERT_EQ(n, -1, "client recv after RESET");
+	ASSERT_EQ(err, ECONNRESET, "client recv errno");
+	n = recv(srv, buf, sizeof(buf), 0);
+	err = n < 0 ? errno : 0;
+	ASSERT_EQ(n, -1, "owner recv after RESET");
+	ASSERT_EQ(err, ECONNRESET, "owner recv errno");
+out:
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+/* A FIN in the segment of a consumed request stays unread: the owner reads
+ * EOF, and the reply still goes out (CLOSE_WAIT can send).
+ */
+static void test_tcp_fin_with_data(void)
+{
+	int cli = -1, srv = -1, link = -1, one = 1, zero = 0;
+	struct xps_test *skel;
+	char buf[8];
+	ssize_t n;
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, 8450, &cli, &srv))
+		goto out;
+	if (!ping(cli, 1))
+		goto out;
+	/* Corked: the data and the FIN leave in one segment. */
+	setsockopt(cli, IPPROTO_TCP, TCP_CORK, &one, sizeof(one));
+	if (!ASSERT_OK(send_all(cli, "PING0002", 8), "send PING"))
+		goto out;
+	shutdown(cli, SHUT_WR);
+	setsockopt(cli, IPPROTO_TCP, TCP_CORK, &zero, sizeof(zero));
+	if (!ASSERT_OK(recv_all(cli, buf, 8), "recv reply"))
+		goto out;
+	ASSERT_STRNEQ(buf, "PONG0002", 8, "reply");
+	n = recv(srv, buf, sizeof(buf), 0);
+	ASSERT_EQ(n, 0, "owner reads EOF");
+	ASSERT_EQ(inq(srv), 0, "owner's queued bytes after EOF");
+	if (!ASSERT_OK(send_all(srv, "late", 4), "owner send after EOF") ||
+	    !ASSERT_OK(recv_all(cli, buf, 4), "recv from owner"))
+		goto out;
+	ASSERT_STRNEQ(buf, "late", 4, "client read");
+out:
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+/* PASS delivers, also across segments the program passes. */
+static void test_tcp_pass(void)
+{
+	int cli = -1, srv = -1, link = -1;
+	struct xps_test *skel;
+	char buf[11];
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, 8500, &cli, &srv))
+		goto out;
+	if (!ASSERT_OK(send_all(cli, "hello world", 11), "send") ||
+	    !ASSERT_OK(recv_all(srv, buf, 11), "owner recv"))
+		goto out;
+	ASSERT_STRNEQ(buf, "hello world", 11, "owner read");
+	ASSERT_GE(stat_get(skel, XPS_PASS), 1, "PASS verdicts");
+	/* TAIL goes through the PROG_ARRAY like libxps handlers. */
+	if (!ASSERT_OK(send_all(cli, "TAIL", 4), "send TAIL"))
+		goto out;
+	if (!ASSERT_OK(recv_all(cli, buf, 7), "tail call reply")) {
+		printf("  verdicts: pass %llu drop %llu tx %llu reset %llu\n",
+		       (unsigned long long)stat_get(skel, XPS_PASS),
+		       (unsigned long long)stat_get(skel, XPS_DROP),
+		       (unsigned long long)stat_get(skel, XPS_TX),
+		       (unsigned long long)stat_get(skel, XPS_RESET));
+		goto out;
+	}
+	ASSERT_STRNEQ(buf, "TAIL-OK", 7, "tail call reply");
+out:
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+/* Socket owned by user: segments processed from the backlog by the owner
+ * (release_sock) are answered the same way.
+ */
+static void test_tcp_backlog(void)
+{
+	int cli = -1, srv = -1, link = -1, i, tgid, one = 1, *stop = NULL;
+	struct xps_test *skel;
+	pid_t pid = -1;
+	__u32 zero = 0;
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, 8600, &cli, &srv))
+		goto out;
+	stop = mmap_shared();
+	if (!ASSERT_OK_PTR(stop, "mmap"))
+		goto out;
+	pid = fork();
+	if (!ASSERT_GE(pid, 0, "fork"))
+		goto out;
+	if (pid == 0) {
+		/* Own the socket as often as possible. */
+		while (!__atomic_load_n(stop, __ATOMIC_RELAXED))
+			setsockopt(srv, IPPROTO_TCP, TCP_NODELAY, &one,
+				   sizeof(one));
+		_exit(0);
+	}
+	tgid = pid;
+	if (!ASSERT_OK(bpf_map_update_elem(bpf_map__fd(skel->maps.owner_tgid),
+					   &zero, &tgid, BPF_ANY),
+		       "owner_tgid"))
+		goto out;
+	for (i = 0; i < 3000; i++)
+		if (!ping(cli, i))
+			goto out;
+	if (env.verbosity > VERBOSE_NONE)
+		printf("  %llu of %llu runs from the backlog\n",
+		       (unsigned long long)stat_get(skel, XPS_TEST_STAT_OWNER),
+		       (unsigned long long)stat_get(skel, XPS_TEST_STAT_RUNS));
+	ASSERT_GT(stat_get(skel, XPS_TEST_STAT_OWNER), 0,
+		  "runs in the owner's context (backlog path)");
+	ASSERT_EQ(inq(srv), 0, "owner's queued bytes");
+out:
+	if (pid > 0) {
+		__atomic_store_n(stop, 1, __ATOMIC_RELAXED);
+		waitpid(pid, NULL, 0);
+	}
+	if (stop)
+		munmap(stop, sizeof(*stop));
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+static void udp_tx(int family)
+{
+	const char *any = family == AF_INET6 ? "::" : "0.0.0.0";
+	const char *dst = family == AF_INET6 ? "::1" : "127.0.0.2";
+	int srv = -1, cli = -1, link = -1, port = 9000 + family;
+	struct sockaddr_storage ss, from;
+	struct xps_test *skel;
+	socklen_t len, fl = sizeof(from);
+	char buf[64];
+	ssize_t n;
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_udp, attach_udp);
+	if (link < 0)
+		goto out;
+	srv = listen_on(family, SOCK_DGRAM, any, port);
+	if (!ASSERT_OK_FD(srv, "bind"))
+		goto out;
+	timeouts(srv, 5);
+	cli = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (!ASSERT_OK_FD(cli, "socket"))
+		goto out;
+	timeouts(cli, 5);
+	len = mkaddr(family, dst, port, &ss);
+
+	/* TX: from the address the request was sent to. */
+	if (!ASSERT_EQ(sendto(cli, "PING-udp", 8, 0, (void *)&ss, len), 8,
+		       "send PING"))
+		goto out;
+	n = recvfrom(cli, buf, sizeof(buf), 0, (void *)&from, &fl);
+	if (!ASSERT_EQ(n, 8, "reply length"))
+		goto out;
+	ASSERT_STRNEQ(buf, "PONG-udp", 8, "reply");
+	ASSERT_EQ(fl, len, "reply address length");
+	ASSERT_OK(memcmp(&from, &ss, len),
+		  "reply from the request's destination address and port");
+
+	/* DROP: nobody sees anything, once the program has dropped it. */
+	if (!ASSERT_EQ(sendto(cli, "DROP-udp", 8, 0, (void *)&ss, len), 8,
+		       "send DROP") ||
+	    !wait_stat(skel, XPS_DROP, 1))
+		goto out;
+	n = recv(srv, buf, sizeof(buf), MSG_DONTWAIT);
+	ASSERT_TRUE(n < 0 && errno == EAGAIN, "owner got nothing of DROP");
+	ASSERT_LT(recv(cli, buf, sizeof(buf), MSG_DONTWAIT), 0,
+		  "client got no reply to DROP");
+
+	/* PASS: the owner gets the datagram unchanged (and nothing before). */
+	if (!ASSERT_EQ(sendto(cli, "hello-udp", 9, 0, (void *)&ss, len), 9,
+		       "send PASS"))
+		goto out;
+	n = recv(srv, buf, sizeof(buf), 0);
+	if (!ASSERT_EQ(n, 9, "owner's datagram length"))
+		goto out;
+	ASSERT_STRNEQ(buf, "hello-udp", 9, "owner's datagram");
+	ASSERT_EQ(stat_get(skel, XPS_TX), 1, "TX verdicts");
+	ASSERT_EQ(stat_get(skel, XPS_DROP), 1, "DROP verdicts");
+out:
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+static void test_udp_tx_v4(void)
+{
+	udp_tx(AF_INET);
+}
+
+static void test_udp_tx_v6(void)
+{
+	udp_tx(AF_INET6);
+}
+
+/* IPv4 clients of a dual-stack IPv6 socket (v4-mapped), TCP and UDP. */
+static void test_v4mapped(void)
+{
+	int l = -1, cli = -1, srv = -1, u = -1, ucli = -1, i;
+	int link_tcp = -1, link_udp = -1;
+	struct sockaddr_storage ss, from;
+	socklen_t len, fl = sizeof(from);
+	struct xps_test *skel;
+	char buf[16];
+	ssize_t n;
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link_tcp = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link_udp = xps_link(skel->progs.xps_udp, attach_udp);
+	if (link_tcp < 0 || link_udp < 0)
+		goto out;
+	l = listen_on(AF_INET6, SOCK_STREAM, "::", 8060);
+	if (!ASSERT_OK_FD(l, "listen on [::]"))
+		goto out;
+	cli = connect_to(AF_INET, "127.0.0.1", 8060);
+	if (!ASSERT_OK_FD(cli, "connect"))
+		goto out;
+	srv = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	if (!ASSERT_OK_FD(srv, "accept"))
+		goto out;
+	for (i = 0; i < 10; i++)
+		if (!ping(cli, i))
+			goto out;
+	ASSERT_EQ(inq(srv), 0, "owner's queued bytes");
+
+	u = listen_on(AF_INET6, SOCK_DGRAM, "::", 9060);
+	if (!ASSERT_OK_FD(u, "bind UDP [::]"))
+		goto out;
+	ucli = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (!ASSERT_OK_FD(ucli, "socket"))
+		goto out;
+	timeouts(ucli, 5);
+	len = mkaddr(AF_INET, "127.0.0.3", 9060, &ss);
+	if (!ASSERT_EQ(sendto(ucli, "PING-map", 8, 0, (void *)&ss, len), 8,
+		       "send UDP PING"))
+		goto out;
+	n = recvfrom(ucli, buf, sizeof(buf), 0, (void *)&from, &fl);
+	if (!ASSERT_EQ(n, 8, "UDP reply length"))
+		goto out;
+	ASSERT_STRNEQ(buf, "PONG-map", 8, "UDP reply");
+	ASSERT_EQ(fl, len, "UDP reply address length");
+	ASSERT_OK(memcmp(&from, &ss, len), "UDP reply from 127.0.0.3:9060");
+out:
+	close_fd(l);
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(u);
+	close_fd(ucli);
+	close_fd(link_tcp);
+	close_fd(link_udp);
+	xps_test__destroy(skel);
+}
+
+struct user_echo {
+	int fd;
+	int stop;	/* __atomic */
+};
+
+/* The service answers PING exactly like the program: the client must not
+ * be able to tell which one did, whatever is attached when.
+ */
+static void *user_echo(void *arg)
+{
+	struct user_echo *u = arg;
+	char buf[8];
+
+	while (!__atomic_load_n(&u->stop, __ATOMIC_RELAXED)) {
+		if (recv_all(u->fd, buf, 8))
+			break;
+		memcpy(buf, "PONG", 4);
+		if (send_all(u->fd, buf, 8))
+			break;
+	}
+	return NULL;
+}
+
+/* Attach, swap and detach the program under traffic. */
+static void test_attach_detach(void)
+{
+	int cli = -1, srv = -1, i, link = -1, n = 0;
+	struct xps_test *x, *y = NULL;
+	struct user_echo u = {};
+	bool echoing = false;
+	pthread_t th;
+
+	x = xps_load();
+	if (!x)
+		return;
+	y = xps_load();
+	if (!y || !tcp_pair(AF_INET, 8700, &cli, &srv))
+		goto out;
+	u.fd = srv;
+	if (!ASSERT_OK(pthread_create(&th, NULL, user_echo, &u),
+		       "pthread_create"))
+		goto out;
+	echoing = true;
+	for (i = 0; i < 3000; i++) {
+		if (i % 50 == 0) {
+			if (link < 0) {
+				link = xps_link(x->progs.xps_tcp, attach_tcp);
+				if (link < 0)
+					goto out;
+			} else if (i % 100 == 50) {
+				struct bpf_program *p = n++ % 2 ?
+					x->progs.xps_tcp : y->progs.xps_tcp;
+
+				/* Swap the program under traffic, then detach. */
+				if (!ASSERT_OK(bpf_link_update(link,
+							       bpf_program__fd(p),
+							       NULL),
+					       "bpf_link_update"))
+					goto out;
+				close(link);
+				link = -1;
+			}
+		}
+		if (!ping(cli, i))
+			goto out;
+	}
+	ASSERT_GT(stat_get(x, XPS_TX) + stat_get(y, XPS_TX), 0,
+		  "requests the program answered");
+	if (env.verbosity > VERBOSE_NONE)
+		printf("  kernel answered %llu, service the rest\n",
+		       (unsigned long long)(stat_get(x, XPS_TX) +
+					    stat_get(y, XPS_TX)));
+out:
+	if (echoing) {
+		__atomic_store_n(&u.stop, 1, __ATOMIC_RELAXED);
+		/* the service's recv sees EOF and its thread ends */
+		shutdown(cli, SHUT_RDWR);
+		pthread_join(th, NULL);
+	}
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(y);
+	xps_test__destroy(x);
+}
+
+/* A program attached to one netns does not see another's traffic. */
+static void test_netns_isolation(void)
+{
+	int cli = -1, srv = -1, link = -1, st;
+	struct xps_test *skel;
+	char buf[8];
+	pid_t pid;
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0)
+		goto out;
+	pid = fork();
+	if (!ASSERT_GE(pid, 0, "fork"))
+		goto out;
+	if (pid == 0) {
+		/* A service of another netns; exit status 0 when it got
+		 * its request.
+		 */
+		if (unshare(CLONE_NEWNET) || set_lo(1, 0))
+			_exit(1);
+		if (!tcp_pair(AF_INET, 8800, &cli, &srv) ||
+		    send_all(cli, "PING0001", 8) || recv_all(srv, buf, 8) ||
+		    memcmp(buf, "PING0001", 8))
+			_exit(1);
+		_exit(0);
+	}
+	if (!ASSERT_EQ(waitpid(pid, &st, 0), pid, "waitpid"))
+		goto out;
+	ASSERT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st),
+		    "the other netns' service got its request");
+	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), 0,
+		  "runs on another netns' traffic");
+	if (!tcp_pair(AF_INET, 8801, &cli, &srv))
+		goto out;
+	ping(cli, 1);
+out:
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+/* Attach rules: privilege, expected attach type, one program per netns. */
+static void test_permissions(void)
+{
+	int netns = -1, link = -1, fd, err, st;
+	struct xps_test *skel;
+	pid_t pid;
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (!ASSERT_OK_FD(netns, "open netns"))
+		goto out;
+
+	fd = bpf_link_create(bpf_program__fd(skel->progs.not_xps), netns,
+			     attach_tcp, NULL);
+	err = fd < 0 ? errno : 0;
+	close_fd(fd);
+	ASSERT_EQ(err, EINVAL, "sockmap program attached as BPF_XPS_TCP");
+	fd = bpf_link_create(bpf_program__fd(skel->progs.xps_tcp), netns,
+			     attach_udp, NULL);
+	err = fd < 0 ? errno : 0;
+	close_fd(fd);
+	ASSERT_EQ(err, EINVAL, "BPF_XPS_TCP program attached as BPF_XPS_UDP");
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0)
+		goto out;
+	fd = bpf_link_create(bpf_program__fd(skel->progs.xps_tcp), netns,
+			     attach_tcp, NULL);
+	close_fd(fd);
+	ASSERT_ERR(fd, "second XPS program attached to one netns");
+
+	pid = fork();
+	if (!ASSERT_GE(pid, 0, "fork"))
+		goto out;
+	if (pid == 0) {
+		struct bpf_insn ret0[] = {
+			{ .code = 0xb7, .dst_reg = 0, .imm = 0 },	/* r0 = 0 */
+			{ .code = 0x95 },				/* exit */
+		};
+		int code = 0;
+
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(10);
+		fd = bpf_link_create(bpf_program__fd(skel->progs.xps_udp),
+				     netns, attach_udp, NULL);
+		if (!(fd < 0 && errno == EPERM))
+			code |= 1;
+		fd = bpf_prog_load(BPF_PROG_TYPE_SK_SKB, "u", "GPL", ret0, 2,
+				   NULL);
+		if (!(fd < 0 && (errno == EPERM || errno == EACCES)))
+			code |= 2;
+		_exit(code);
+	}
+	if (!ASSERT_EQ(waitpid(pid, &st, 0), pid, "waitpid"))
+		goto out;
+	if (!ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) != 10, "drop root"))
+		goto out;
+	ASSERT_FALSE(WEXITSTATUS(st) & 1, "unprivileged bpf_link_create not EPERM");
+	ASSERT_FALSE(WEXITSTATUS(st) & 2, "unprivileged SK_SKB load succeeded");
+out:
+	close_fd(link);
+	close_fd(netns);
+	xps_test__destroy(skel);
+}
+
+/* BPF_PROG_TEST_RUN: payload in, rewritten payload and verdict out. */
+static void test_test_run(void)
+{
+	struct __sk_buff ctx = {
+		.family = AF_INET6,
+		.local_port = 8379,
+		.remote_port = htonl(40000),
+		.local_ip6 = { 0, 0, 0, htonl(1) },
+		.remote_ip6 = { htonl(0x20010db8), 0, 0, htonl(2) },
+	};
+	static char out[16384];
+	struct xps_test_seen s;
+	struct xps_test *skel;
+	int tcp, udp;
+
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = "PING1234",
+		    .data_size_in = 8, .data_out = out,
+		    .data_size_out = sizeof(out), .ctx_in = &ctx,
+		    .ctx_size_in = sizeof(ctx));
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	tcp = bpf_program__fd(skel->progs.xps_tcp);
+	udp = bpf_program__fd(skel->progs.xps_udp);
+	if (!ASSERT_OK(bpf_prog_test_run_opts(tcp, &o), "test_run PING"))
+		goto out;
+	ASSERT_EQ(o.retval, XPS_TX, "PING verdict");
+	ASSERT_EQ(o.data_size_out, 8, "PING reply length");
+	ASSERT_STRNEQ(out, "PONG1234", 8, "PING reply");
+	seen_get(skel, &s);
+	ASSERT_EQ(s.family, AF_INET6, "seen family");
+	ASSERT_EQ(s.local_port, 8379, "seen local_port");
+	ASSERT_EQ(s.remote_port, 40000, "seen remote_port");
+	ASSERT_EQ(s.local_ip6[3], htonl(1), "seen local_ip6");
+	ASSERT_EQ(s.remote_ip6[0], htonl(0x20010db8), "seen remote_ip6");
+	ASSERT_NEQ(s.cookie, 0, "socket cookie");
+
+	/* Without ctx_in the local port is 0: the program passes. */
+	o.data_in = "PING";
+	o.data_size_in = 4;
+	o.data_size_out = sizeof(out);
+	o.ctx_in = NULL;
+	o.ctx_size_in = 0;
+	if (!ASSERT_OK(bpf_prog_test_run_opts(tcp, &o), "test_run without ctx"))
+		goto out;
+	ASSERT_EQ(o.retval, XPS_PASS, "verdict without ctx");
+	ASSERT_STRNEQ(out, "PING", 4, "payload without ctx");
+
+	o.data_in = "BIG\x0f";
+	o.data_size_out = sizeof(out);
+	o.ctx_in = &ctx;
+	o.ctx_size_in = sizeof(ctx);
+	if (!ASSERT_OK(bpf_prog_test_run_opts(tcp, &o), "test_run BIG"))
+		goto out;
+	ASSERT_EQ(o.retval, XPS_TX, "BIG verdict");
+	ASSERT_EQ(o.data_size_out, 15360, "BIG reply length");
+	ASSERT_STRNEQ(out + 15356, "END!", 4, "BIG reply tail");
+
+	o.data_in = "TAIL";
+	o.data_size_out = sizeof(out);
+	if (!ASSERT_OK(bpf_prog_test_run_opts(tcp, &o), "test_run TAIL"))
+		goto out;
+	ASSERT_EQ(o.retval, XPS_TX, "TAIL verdict");
+	ASSERT_EQ(o.data_size_out, 7, "TAIL reply length");
+	ASSERT_STRNEQ(out, "TAIL-OK", 7, "TAIL reply");
+
+	o.data_in = "DROP";
+	o.data_size_out = sizeof(out);
+	if (!ASSERT_OK(bpf_prog_test_run_opts(udp, &o), "test_run UDP"))
+		goto out;
+	ASSERT_EQ(o.retval, XPS_DROP, "UDP DROP verdict");
+out:
+	xps_test__destroy(skel);
+}
+
+static long long schedstat_ns(pid_t pid)
+{
+	char path[64];
+	long long ns = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fscanf(f, "%lld", &ns) != 1)
+			ns = -1;
+		fclose(f);
+	}
+	return ns;
+}
+
+static long long stat_ticks(pid_t pid)
+{
+	unsigned long long ut = 0, st = 0;
+	char path[64], buf[1024], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	p = strrchr(buf, ')');
+	/* fields 14 and 15 (utime, stime) after "pid (comm)" */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &ut, &st) != 2)
+		return -1;
+	return ut + st;
+}
+
+static long long cgroup_usage_us(const char *cg)
+{
+	char path[256], key[64];
+	long long v = -1, x;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cpu.stat", cg);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", key, &x) == 2)
+		if (!strcmp(key, "usage_usec"))
+			v = x;
+	fclose(f);
+	return v;
+}
+
+struct owner_charge {
+	long long ns, ticks, cg_us;
+};
+
+static void owner_charge(pid_t pid, const char *cg, struct owner_charge *c)
+{
+	c->ns = schedstat_ns(pid);
+	c->ticks = stat_ticks(pid);
+	c->cg_us = cgroup_usage_us(cg);
+}
+
+/* Has the owner been charged (most of) @run_ns since @c0? */
+static bool owner_charged(const struct owner_charge *c0,
+			  const struct owner_charge *c1, long long run_ns)
+{
+	return c1->ns - c0->ns >= run_ns * 8 / 10 &&
+	       c1->cg_us - c0->cg_us >= run_ns / 1000 * 8 / 10 &&
+	       (c1->ticks - c0->ticks) * (1000000000LL / sysconf(_SC_CLK_TCK)) >=
+	       run_ns / 2;
+}
+
+/* Handler time is charged to the task owning the socket (and its cgroup),
+ * although that task never runs the handler and is never woken by it.
+ */
+static void test_accounting(void)
+{
+	const char *cg = "/sys/fs/cgroup/xps-test";
+	int stats_fd, l = -1, cli = -1, link = -1, i, st, *stop = NULL;
+	int ready[2] = { -1, -1 };
+	struct owner_charge c0, c1;
+	struct bpf_prog_info info = {};
+	__u32 ilen = sizeof(info);
+	struct xps_test *skel = NULL;
+	long long run_ns;
+	__u64 deadline;
+	char path[256];
+	pid_t pid = -1;
+	FILE *f;
+
+	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (!ASSERT_OK_FD(stats_fd, "bpf_enable_stats"))
+		return;
+	skel = xps_load();
+	if (!skel)
+		goto out;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0)
+		goto out;
+	stop = mmap_shared();
+	if (!ASSERT_OK_PTR(stop, "mmap") ||
+	    !ASSERT_OK(pipe2(ready, O_CLOEXEC), "pipe"))
+		goto out;
+	if (mkdir(cg, 0755) && !ASSERT_EQ(errno, EEXIST, "mkdir cgroup"))
+		goto out;
+	l = listen_on(AF_INET, SOCK_STREAM, "127.0.0.1", 8900);
+	if (!ASSERT_OK_FD(l, "listen"))
+		goto out;
+
+	pid = fork();
+	if (!ASSERT_GE(pid, 0, "fork"))
+		goto out;
+	if (pid == 0) {
+		/* The owner: accepts (which makes it the socket's owner),
+		 * says so, then never reads.
+		 */
+		int c = accept(l, NULL, NULL);
+
+		if (c < 0 || write(ready[1], "a", 1) != 1)
+			_exit(1);
+		while (!__atomic_load_n(stop, __ATOMIC_RELAXED)) {
+			struct pollfd p = { .fd = c, .events = POLLIN };
+
+			/* The subject of the test, not a wait: the owner is
+			 * asleep while the program runs, and wakes on its own
+			 * every 20 ms, which is when the kernel flushes the
+			 * pending handler time into its runtime.  A wake-up
+			 * for the socket would be one for consumed bytes.
+			 */
+			if (poll(&p, 1, 20) > 0)
+				_exit(2);
+		}
+		_exit(0);
+	}
+	close(l);
+	l = -1;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	f = fopen(path, "we");
+	if (!ASSERT_OK_PTR(f, "open cgroup.procs"))
+		goto out;
+	fprintf(f, "%d\n", pid);
+	if (!ASSERT_OK(fclose(f), "move the owner into the cgroup"))
+		goto out;
+
+	cli = connect_to(AF_INET, "127.0.0.1", 8900);
+	if (!ASSERT_OK_FD(cli, "connect"))
+		goto out;
+	/* The owner has accepted: from now on, its socket's time is its. */
+	if (!ASSERT_TRUE(readable(ready[0], XPS_WAIT_MS), "owner accepted"))
+		goto out;
+	owner_charge(pid, cg, &c0);
+	for (i = 0; i < 400; i++) {
+		char got[4];
+		int err;
+
+		err = send_all(cli, "BURN", 4);
+		if (!err)
+			err = recv_all(cli, got, 4);
+		if (err) {
+			PRINT_FAIL("BURN %d: %s\n", i, strerror(-err));
+			goto out;
+		}
+		if (memcmp(got, "PONG", 4)) {
+			PRINT_FAIL("BURN %d: reply '%.4s'\n", i, got);
+			goto out;
+		}
+	}
+	if (!ASSERT_OK(bpf_obj_get_info_by_fd(bpf_program__fd(skel->progs.xps_tcp),
+					      &info, &ilen),
+		       "prog info"))
+		goto out;
+	run_ns = info.run_time_ns;
+	if (!ASSERT_GT(run_ns, 20 * 1000000LL, "program run time (test too weak)"))
+		goto out;
+
+	/* The owner's next wake-ups bring in the pending time. */
+	deadline = now_ms() + XPS_WAIT_MS;
+	do {
+		sched_yield();
+		owner_charge(pid, cg, &c1);
+	} while (!owner_charged(&c0, &c1, run_ns) && now_ms() < deadline);
+
+	__atomic_store_n(stop, 1, __ATOMIC_RELAXED);
+	if (!ASSERT_EQ(waitpid(pid, &st, 0), pid, "waitpid"))
+		goto out;
+	pid = -1;
+	if (!ASSERT_TRUE(WIFEXITED(st), "owner exited"))
+		goto out;
+	ASSERT_EQ(WEXITSTATUS(st), 0, "owner's exit status (2: woken for consumed bytes)");
+	if (env.verbosity > VERBOSE_NONE)
+		printf("  prog %lld us; owner +%lld us, +%lld ticks; cgroup +%lld us\n",
+		       run_ns / 1000, (c1.ns - c0.ns) / 1000,
+		       c1.ticks - c0.ticks, c1.cg_us - c0.cg_us);
+	ASSERT_GE(c1.ns - c0.ns, run_ns * 8 / 10, "owner's schedstat runtime (ns)");
+	ASSERT_GE(c1.cg_us - c0.cg_us, run_ns / 1000 * 8 / 10, "cgroup usage_usec");
+	ASSERT_GE((c1.ticks - c0.ticks) * (1000000000LL / sysconf(_SC_CLK_TCK)),
+		  run_ns / 2, "owner's utime+stime (ns)");
+out:
+	if (pid > 0) {
+		/* still in accept() or poll(): end it either way */
+		__atomic_store_n(stop, 1, __ATOMIC_RELAXED);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	rmdir(cg);
+	if (stop)
+		munmap(stop, sizeof(*stop));
+	close_fd(ready[0]);
+	close_fd(ready[1]);
+	close_fd(l);
+	close_fd(cli);
+	close_fd(link);
+	xps_test__destroy(skel);
+	close(stats_fd);
+}
+
+/* ---- driver --------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} subtests[] = {
+	{ "btf_attach_types", test_btf_attach_types },
+	{ "tcp_tx_v4", test_tcp_tx_v4 },
+	{ "tcp_tx_v6", test_tcp_tx_v6 },
+	{ "tcp_not_woken", test_tcp_not_woken },
+	{ "tcp_big_replies", test_tcp_big },
+	{ "tcp_drop", test_tcp_drop },
+	{ "tcp_reset", test_tcp_reset },
+	{ "tcp_fin_with_data", test_tcp_fin_with_data },
+	{ "tcp_pass_tailcall", test_tcp_pass },
+	{ "tcp_backlog", test_tcp_backlog },
+	{ "udp_tx_v4", test_udp_tx_v4 },
+	{ "udp_tx_v6", test_udp_tx_v6 },
+	{ "v4mapped", test_v4mapped },
+	{ "attach_detach_traffic", test_attach_detach },
+	{ "netns_isolation", test_netns_isolation },
+	{ "permissions", test_permissions },
+	{ "test_run", test_test_run },
+	{ "accounting", test_accounting },
+};
+
+/* Each subtest in a fresh netns with lo up; the caller's is restored. */
+static void run_subtest(const char *name, void (*fn)(void))
+{
+	int saved;
+
+	if (!test__start_subtest(name))
+		return;
+	saved = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (!ASSERT_OK_FD(saved, "open netns"))
+		return;
+	if (ASSERT_OK(unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)") &&
+	    ASSERT_OK(set_lo(1, 0), "lo up"))
+		fn();
+	ASSERT_OK(setns(saved, CLONE_NEWNET), "restore netns");
+	close(saved);
+}
+
+void test_xps(void)
+{
+	int i;
+
+	if (!ASSERT_OK(find_attach_types(),
+		       "BPF_XPS_TCP and BPF_XPS_UDP in the kernel's BTF"))
+		return;
+	for (i = 0; i < (int)ARRAY_SIZE(subtests); i++)
+		run_subtest(subtests[i].name, subtests[i].fn);
+}
