@@ -38,7 +38,7 @@ pid_t supervise_start(const char *name, char *const argv[])
 {
 	char log[PATH_MAX], pidf[PATH_MAX];
 	int fd, st, pfd[2];
-	pid_t pid;
+	pid_t pid, child;
 	FILE *f;
 
 	if (mkdir(SUPERVISE_RUN_DIR, 0755) && errno != EEXIST) {
@@ -49,13 +49,13 @@ pid_t supervise_start(const char *name, char *const argv[])
 	supervise_path(pidf, sizeof(pidf), name, "pid");
 	if (pipe(pfd))
 		return -1;
-	pid = fork();
-	if (pid < 0) {
+	child = fork();
+	if (child < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
 		return -1;
 	}
-	if (!pid) {
+	if (!child) {
 		/* double fork: the daemon is not our child */
 		close(pfd[0]);
 		if (setsid() < 0 || (pid = fork()) < 0)
@@ -90,7 +90,8 @@ pid_t supervise_start(const char *name, char *const argv[])
 	if (read(pfd[0], &pid, sizeof(pid)) != sizeof(pid))
 		pid = -1;
 	close(pfd[0]);
-	waitpid(-1, &st, 0);
+	/* the intermediate child only, not any other child of the caller */
+	waitpid(child, &st, 0);
 	if (pid > 0) {
 		f = fopen(pidf, "w");
 		if (f) {
