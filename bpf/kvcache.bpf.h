@@ -147,6 +147,7 @@ struct xps_kv_walk {
 	__u8 serve;			/* every request so far can be answered */
 	__u8 done;
 	__u8 udp;
+	__u8 learn;			/* a miss may arm a reply capture */
 };
 
 /*
@@ -172,11 +173,56 @@ static __always_inline int xps_kv_set_key(struct xps_kv_walk *w,
 }
 
 /*
+ * A TCP GET of sc->key missed: ask for the server's reply to it, from
+ * which the filler learns the value (docs/coherence.md, "Learning from
+ * the server's replies").  The stamps are read first, the unanswered
+ * writes second, as a filler's fill_begin does: the server executes the
+ * GET after this, so a value older than an acknowledged write is either
+ * never learned (the write was unanswered here) or stamped stale.  Only
+ * a request of one key, on a connection the handler would serve, and
+ * one per segment.  Its own subprogram: one copy for every caller.
+ */
+_Static_assert(sizeof(struct xps_kv_arm) <= XPS_CAP_TAG_MAX, "xps_kv_arm tag");
+
+static __noinline void xps_kv_learn(struct xps_kv_walk *w)
+{
+	struct xps_kv_scratch *sc = w->sc;
+	struct xps_cap_arm *rec;
+	struct xps_config *cfg;
+	struct xps_kv_arm *arm;
+	__u64 version, *ver;
+	__u32 zero = 0, cgen;
+
+	w->learn = 0;
+	if (!sc || !w->cgen || sc->req.nkeys != 1 || !w->cs ||
+	    (w->cs->flags & w->conn_no_serve))
+		return;
+	cgen = *(volatile __u32 *)w->cgen;
+	ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
+	version = ver ? *(volatile __u64 *)ver : 0;
+	asm volatile("" ::: "memory");	/* the stamps before the writes */
+	cfg = bpf_map_lookup_elem(&xps_config, &zero);
+	if (!cfg || *(volatile __u64 *)&cfg->unacked_writes)
+		return;
+	rec = xps_capture_reply(w->skb);
+	if (!rec)
+		return;
+	arm = (struct xps_kv_arm *)rec->tag;
+	arm->version = version;
+	arm->cgen = cgen;
+	arm->pad = 0;
+	__builtin_memcpy(&arm->key, &sc->key, sizeof(arm->key));
+	rec->h.len = sizeof(*arm);
+	xps_capture_submit(rec);
+}
+
+/*
  * The value cached for sc->key, or NULL: stored under the key's hash for
  * this very key, stamped with the current cache generation and the key's
  * current version (its stamps then in sc->hit).  Every lookup counts as
- * an access for xps_get_stats(); a miss is queued for the filler.  The
- * bytes are checked against the seal when copied (xps_kv_stage_value()).
+ * an access for xps_get_stats().  A miss over TCP may ask for the
+ * server's reply (xps_kv_learn()); over UDP it is queued for the filler,
+ * which fetches the value.  The bytes are checked against the seal when copied (xps_kv_stage_value()).
  */
 static __always_inline struct xps_kv_value *xps_kv_lookup(struct xps_kv_walk *w)
 {
@@ -204,7 +250,10 @@ static __always_inline struct xps_kv_value *xps_kv_lookup(struct xps_kv_walk *w)
 		goto miss;
 	return v;
 miss:
-	bpf_map_push_elem(&xps_misses, &w->sc->key, BPF_EXIST);
+	if (w->udp)
+		bpf_map_push_elem(&xps_misses, &w->sc->key, BPF_EXIST);
+	else if (w->learn)
+		xps_kv_learn(w);
 	return NULL;
 }
 
@@ -260,6 +309,89 @@ static __always_inline int xps_kv_stage_value(struct xps_kv_walk *w,
 }
 
 /*
+ * A key's version (docs/coherence.md): every write adds 2; bit 0 says
+ * that the last write left an item that never expires (XPS_F_NOEXP, a
+ * memcached set with exptime 0), so that a value learned under it needs
+ * no wait for memcached's clock (daemons/xps-memcachedd.c).  The bit is
+ * set only by a TCP write that was the only one unanswered: with another
+ * write in flight the server may execute the two in either order, and
+ * the one it executes last (an expiry, say) decides.
+ */
+static __always_inline __u64 xps_kv_next_version(struct xps_kv_walk *w,
+						 __u64 old)
+{
+	return ((old + 2) & ~1ULL) |
+	       (!w->udp && w->cs && (w->sc->req.flags & XPS_F_NOEXP) ? 1 : 0);
+}
+
+/*
+ * The bit just set stays only if this write is the only one unanswered
+ * (xps_note_write() counted it, w->cs): any other write bumps the version
+ * after counting itself, so one that comes later clears the bit with its
+ * own bump, and one counted before is seen here.
+ */
+static __always_inline void xps_kv_noexp_check(struct xps_kv_walk *w,
+					       __u64 *ver, __u64 val)
+{
+	struct xps_config *cfg;
+	__u32 zero = 0;
+
+	cfg = bpf_map_lookup_elem(&xps_config, &zero);
+	if (!cfg || *(volatile __u64 *)&cfg->unacked_writes != 1)
+		__sync_val_compare_and_swap(ver, val, val & ~1ULL);
+}
+
+static __always_inline void xps_kv_bump(struct xps_kv_walk *w, __u64 *ver)
+{
+	__u64 old, new;
+	__u32 i;
+
+	for (i = 0; i < 4; i++) {
+		old = *(volatile __u64 *)ver;
+		new = xps_kv_next_version(w, old);
+		if (__sync_val_compare_and_swap(ver, old, new) == old)
+			break;
+	}
+	if (i == 4) {
+		/* contended: bump without the bit, the bit cleared first */
+		__sync_fetch_and_and(ver, ~1ULL);
+		__sync_fetch_and_add(ver, 2);
+		return;
+	}
+	if (new & 1)
+		xps_kv_noexp_check(w, ver, new);
+}
+
+/*
+ * A write to the key w->hk: its next version.  Its own subprogram: its
+ * frame stays off the walk's, which the parsers' frames share.
+ */
+static __noinline void xps_kv_new_version(struct xps_kv_walk *w)
+{
+	__u64 *ver, first;
+
+	if (!w || !w->sc)
+		return;
+	ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
+	if (ver) {
+		xps_kv_bump(w, ver);
+		return;
+	}
+	first = xps_kv_next_version(w, 0);
+	if (bpf_map_update_elem(&xps_versions, &w->hk, &first, BPF_NOEXIST)) {
+		ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
+		if (ver)	/* another CPU made it */
+			xps_kv_bump(w, ver);
+		else if (w->cgen)	/* no version: every key then */
+			__sync_fetch_and_add(w->cgen, 1);
+	} else if (first & 1) {
+		ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
+		if (ver)
+			xps_kv_noexp_check(w, ver, first);
+	}
+}
+
+/*
  * A write touches the keys of sc->req (or every key, XPS_F_ALL): count it,
  * then make every cached value of those keys unservable
  * (docs/coherence.md), then free them.  A write over UDP is never seen
@@ -269,7 +401,6 @@ static __always_inline int xps_kv_stage_value(struct xps_kv_walk *w,
 static __always_inline void xps_kv_invalidate(struct xps_kv_walk *w)
 {
 	struct xps_kv_req *req = &w->sc->req;
-	__u64 *ver, one = 1;
 	__u32 i;
 
 	if (w->udp && w->udp_write_ns)
@@ -285,13 +416,7 @@ static __always_inline void xps_kv_invalidate(struct xps_kv_walk *w)
 		/* keys that cannot be set were never cached */
 		if (xps_kv_set_key(w, &req->keys[i]))
 			continue;
-		ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
-		if (ver)
-			__sync_fetch_and_add(ver, 1);
-		else if (bpf_map_update_elem(&xps_versions, &w->hk, &one,
-					     BPF_NOEXIST))
-			/* the key cannot get a version: every key then */
-			__sync_fetch_and_add(w->cgen, 1);
+		xps_kv_new_version(w);
 		bpf_map_delete_elem(&xps_data, &w->hk);
 	}
 }

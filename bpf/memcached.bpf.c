@@ -194,6 +194,7 @@ static long walk_one(__u32 i, void *ctx)
 		if (w->cs)
 			w->cs->flags |= MC_CONN_NO_SERVE;
 		w->serve = 0;
+		w->learn = 0;
 		break;
 	default:
 		return xps_kv_walk_common(w, kind);
@@ -260,8 +261,11 @@ int xps_memcached(struct __sk_buff *skb)
 	 * segments); UDP is one datagram, one request.
 	 */
 	if ((w.cs && (w.cs->flags & MC_CONN_NO_SERVE)) ||
-	    (st->flags & MC_NO_SERVE) || !xps_may_consume(skb) ||
-	    flush_due(st))
+	    (st->flags & MC_NO_SERVE) || flush_due(st))
+		w.serve = 0;
+	/* a TCP miss may teach the filler the value where a get may be served */
+	w.learn = w.serve && w.cs;
+	if (!xps_may_consume(skb))
 		w.serve = 0;
 
 	n = w.seg_len < XPS_SCRATCH ? w.seg_len : XPS_SCRATCH;
@@ -285,6 +289,7 @@ int xps_memcached(struct __sk_buff *skb)
 		   xps_mc_parse_get(sc->in, n, &sc->req.keys[0], &cas) == n) {
 		/* the common case: the segment is one get (see serve_one()) */
 		sc->req.flags = cas ? XPS_F_CAS : 0;
+		sc->req.nkeys = 1;
 		if (!serve_one(&w))
 			return xps_pass(skb);
 		w.gets = 1;

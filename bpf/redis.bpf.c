@@ -100,6 +100,7 @@ static long walk_one(__u32 i, void *ctx)
 		if (req->flags & XPS_F_GLOBAL)
 			st->flags |= REDIS_NO_SERVE;
 		w->serve = 0;
+		w->learn = 0;
 		break;
 	default:
 		return xps_kv_walk_common(w, kind);
@@ -151,7 +152,11 @@ int xps_redis(struct __sk_buff *skb)
 	if (xps_kv_skip(&w))
 		return xps_pass(skb);
 	if (!w.cs || (w.cs->flags & REDIS_CONN_NO_SERVE) ||
-	    (st->flags & REDIS_NO_SERVE) || !xps_may_consume(skb))
+	    (st->flags & REDIS_NO_SERVE))
+		w.serve = 0;
+	/* a miss may teach the filler the value, where a GET may be served */
+	w.learn = w.serve;
+	if (!xps_may_consume(skb))
 		w.serve = 0;
 
 	n = w.seg_len < XPS_SCRATCH ? w.seg_len : XPS_SCRATCH;
@@ -166,6 +171,7 @@ int xps_redis(struct __sk_buff *skb)
 	if (w.serve &&
 	    xps_redis_parse_get(sc->in, n, 0, &sc->req.keys[0]) == w.seg_len &&
 	    sc->req.keys[0].len <= REDIS_KEY_MAX) {
+		sc->req.nkeys = 1;
 		w.gets = serve_one(&w) ? 1 : 0;
 	} else {
 		bpf_loop(XPS_MAX_REQS_PER_SEG, walk_one, &w, 0);

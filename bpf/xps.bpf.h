@@ -418,6 +418,59 @@ static __always_inline void xps_note_write(struct __sk_buff *skb)
 	__sync_fetch_and_add(&conn->unacked, 1);
 }
 
+/*
+ * Ask for a copy of the service's reply to the request just counted
+ * (xps_request()), for the user-space process that reads the slot's
+ * capture ring (struct xps_cap_hdr in include/xps/abi.h).  Returns the ARM
+ * record to hand to xps_capture_submit() once its tag (up to
+ * XPS_CAP_TAG_MAX bytes, h.len of them) says what user space needs to use
+ * the reply; NULL when nothing will be captured: not TCP, replies not
+ * counted on the connection (docs/ordering.md), an earlier capture on it
+ * still unanswered, nobody reading the slot's ring, or the ring full.
+ * The reply is copied when egress counts it, if it is the first reply in
+ * a segment and ends there: the segment's bytes from the reply's start,
+ * at most XPS_CAP_REPLY_MAX.  The request must be passed.
+ */
+static __always_inline struct xps_cap_arm *
+xps_capture_reply(struct __sk_buff *skb)
+{
+	struct xps_run *run = xps__run();
+	struct xps_cap_arm *rec;
+	struct xps_conn *conn;
+	__u32 reply;
+	void *ring;
+
+	if (!run || run->proto != IPPROTO_TCP || !run->reqs)
+		return NULL;
+	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
+	if (!conn || (conn->flags & (XPS_CONN_UNCOUNTED | XPS_CONN_EGRESS)) !=
+		     XPS_CONN_EGRESS)
+		return NULL;
+	/* one at a time: egress looks for one reply number */
+	if (conn->cap_reply && (__s32)(conn->answered - conn->cap_reply) < 0)
+		return NULL;
+	ring = bpf_map_lookup_elem(&xps_caps, &run->slot);
+	if (!ring)
+		return NULL;
+	rec = bpf_ringbuf_reserve(ring, sizeof(*rec), 0);
+	if (!rec)
+		return NULL;
+	reply = conn->owed + run->reqs;
+	rec->h.cookie = run->cookie;
+	rec->h.time_ns = bpf_ktime_get_ns();
+	rec->h.reply = reply;
+	rec->h.kind = XPS_CAP_ARM;
+	rec->h.len = 0;
+	conn->cap_reply = reply;
+	return rec;
+}
+
+/* The ARM record is complete: user space may read it. */
+static __always_inline void xps_capture_submit(struct xps_cap_arm *rec)
+{
+	bpf_ringbuf_submit(rec, 0);
+}
+
 /* ---- verdicts: exactly one ends every run ---------------------------- */
 
 /* Hand the request to the service's socket as if no handler were there. */

@@ -927,15 +927,57 @@ static long eg_step(__u32 i, void *ctx)
 }
 
 /*
+ * The reply a handler asked for (xps_capture_reply()), when it is the
+ * first reply in this segment and ends in it: the segment's service bytes
+ * from its start, up to XPS_CAP_REPLY_MAX, go to the slot's capture ring;
+ * user space finds where the reply ends.  Decided from what the walk
+ * counted, not inside it: the walk's bpf_loop verifies only as long as
+ * its state stays small.
+ */
+static __always_inline void capture_emit(struct __sk_buff *skb,
+					 struct xps_conn *conn, __u64 cookie,
+					 __u32 cap, __u32 start, __u32 end)
+{
+	__u32 len = end - start, slot = conn->slot, n;
+	struct xps_cap_reply *rec;
+	void *ring;
+
+	ring = bpf_map_lookup_elem(&xps_caps, &slot);
+	if (!ring)
+		return;
+	rec = bpf_ringbuf_reserve(ring, sizeof(*rec), 0);
+	if (!rec)
+		return;
+	/*
+	 * Only for the verifier: the length is read back from the record,
+	 * a fresh scalar.  Used as a size straight from the offsets, it
+	 * would make them precise back into the walk.
+	 */
+	rec->h.len = len < XPS_CAP_REPLY_MAX ? len : XPS_CAP_REPLY_MAX;
+	n = *(volatile __u16 *)&rec->h.len;
+	if (n < 1 || n > XPS_CAP_REPLY_MAX ||
+	    bpf_skb_load_bytes(skb, start, rec->b, n)) {
+		bpf_ringbuf_discard(rec, 0);
+		return;
+	}
+	rec->h.cookie = cookie;
+	rec->h.time_ns = bpf_ktime_get_ns();
+	rec->h.reply = cap;
+	rec->h.kind = XPS_CAP_REPLY;
+	bpf_ringbuf_submit(rec, 0);
+}
+
+/*
  * Returns whether the segment carries bytes the service wrote and egress
  * had not seen (when the count is lost: whether it carries data at all).
  */
 static __always_inline int egress_count(struct __sk_buff *skb,
-					struct xps_conn *conn,
+					struct xps_conn *conn, __u64 cookie,
 					const struct tcphdr *th, __u32 payload)
 {
 	struct eg_walk w = { .skb = skb, .conn = conn };
-	__u32 seq, end, k;
+	__u32 seq, end, k, cap, first;
+	int idle;
 
 	if ((conn->flags & (XPS_CONN_UNCOUNTED | XPS_CONN_EGRESS)) !=
 	    XPS_CONN_EGRESS)
@@ -959,9 +1001,17 @@ static __always_inline int egress_count(struct __sk_buff *skb,
 	conn->eg_seq = end;
 	if (w.off >= w.end)
 		return 0;	/* nothing but kernel replies */
+	first = conn->answered + 1;	/* the first reply starting here */
+	idle = xps_reply_idle(&conn->rp);
+	k = w.off;
 	bpf_loop(XPS_EG_STEPS, eg_step, &w, 0);
-	if (w.lost || w.off < w.end)
+	if (w.lost || w.off < w.end) {
 		xps__lose_count(conn);
+		return 1;
+	}
+	cap = conn->cap_reply;
+	if (cap && cap == first && idle && (__s32)(conn->answered - cap) >= 0)
+		capture_emit(skb, conn, cookie, cap, k, w.end);
 	return 1;
 }
 
@@ -1025,7 +1075,7 @@ int xps_tc_egress(struct __sk_buff *skb)
 	 * (egress_release())
 	 */
 	if (payload && payload <= skb->len &&
-	    egress_count(skb, conn, &th, payload) && conn->unacked)
+	    egress_count(skb, conn, cookie, &th, payload) && conn->unacked)
 		egress_release(skb, conn);
 	if (!conn->reset_pending)
 		return TC_ACT_OK;

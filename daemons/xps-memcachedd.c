@@ -5,9 +5,14 @@
  *
  *   xps-memcachedd --context NAME [--server HOST:PORT] [-v]
  *
- * Missed keys are fetched with the meta get `mg <key> v f t c` (value,
- * client flags, remaining TTL, CAS) and inserted under the coherence
- * protocol of docs/coherence.md.  Only items without expiry are cached.
+ * Values are learned from memcached's own replies to the gets that missed
+ * over TCP (the handler asks the framework for them, docs/coherence.md),
+ * with the meta debug command `me <key>` for what a reply does not say
+ * (expiry, CAS); memcached counts neither in its statistics.  Misses over
+ * UDP, whose replies are not seen, are fetched with the meta get
+ * `mg <key> v f t c`, which memcached counts as a get.  Values are
+ * inserted under the coherence protocol of docs/coherence.md; only items
+ * without expiry are cached.
  * The handler is kept out while connections XPS does not see are open,
  * and for a second after a write arrived over UDP (whose answer XPS cannot
  * see).
@@ -181,6 +186,184 @@ static int fill_one(struct filler *f, struct mc *c, const struct xps_kv_key *k)
 	return 0;
 }
 
+/*
+ * The reply to "get <key>" or "gets <key>" the captured bytes begin with,
+ * "VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\nEND\r\n" for @l's key
+ * (replies to later requests may follow): 0 with the value's bytes, length
+ * and flags in @val and its cas (0 without) in @cas; -1 for anything else
+ * (a miss, an error, another key, too long, not whole).
+ */
+static int reply_value(const struct xps_kv_learned *l, struct xps_kv_value *val,
+		       unsigned long long *cas)
+{
+	const char *r = (const char *)l->reply, *end = r + l->len, *nl, *d;
+	char line[512], *tok[5], *save = NULL, *e;
+	unsigned long long size;
+	int n = 0;
+
+	nl = memchr(r, '\n', l->len);
+	if (!nl || nl == r || nl[-1] != '\r' ||
+	    (size_t)(nl - 1 - r) >= sizeof(line))
+		return -1;
+	memcpy(line, r, nl - 1 - r);
+	line[nl - 1 - r] = '\0';
+	for (e = strtok_r(line, " ", &save); e && n < 5;
+	     e = strtok_r(NULL, " ", &save))
+		tok[n++] = e;
+	if (e || n < 4 || strcmp(tok[0], "VALUE") ||
+	    strlen(tok[1]) != l->key.len || memcmp(tok[1], l->key.b, l->key.len))
+		return -1;
+	errno = 0;
+	val->client_flags = strtoul(tok[2], &e, 10);
+	if (*e || errno)
+		return -1;
+	size = strtoull(tok[3], &e, 10);
+	if (*e || errno || size > MC_VALUE_MAX || size > XPS_KV_VALUE_MAX)
+		return -1;
+	*cas = 0;
+	if (n == 5) {
+		*cas = strtoull(tok[4], &e, 10);
+		if (*e || errno)
+			return -1;
+	}
+	d = nl + 1;
+	if ((size_t)(end - d) < size + 2 + 5 ||	/* "END\r\n" */
+	    d[size] != '\r' || d[size + 1] != '\n' ||
+	    memcmp(d + size + 2, "END\r\n", 5))
+		return -1;
+	memcpy(val->v, d, size);
+	val->len = size;
+	return 0;
+}
+
+/*
+ * `me <key>` (meta debug, which memcached counts in no statistic): 1 when
+ * the item is there with exp=-1 and its CAS in *@cas, 0 when it is not
+ * (gone, or it expires), -1 when the connection failed.
+ */
+static int me_no_exp(struct mc *c, const struct xps_kv_key *k,
+		     unsigned long long *cas)
+{
+	long long exp = 0;
+	char line[512], *p, *save = NULL;
+	int seen = 0;
+
+	if (dprintf(c->fd, "me %.*s\r\n", (int)k->len, k->b) < 0 ||
+	    read_line(c, line, sizeof(line)))
+		return -1;
+	if (strncmp(line, "ME ", 3))
+		return 0;	/* EN: gone */
+	for (p = strtok_r(line + 3, " ", &save); p;
+	     p = strtok_r(NULL, " ", &save)) {
+		if (!strncmp(p, "exp=", 4)) {
+			exp = strtoll(p + 4, NULL, 10);
+			seen |= 1;
+		} else if (!strncmp(p, "cas=", 4)) {
+			*cas = strtoull(p + 4, NULL, 10);
+			seen |= 2;
+		}
+	}
+	return seen == 3 && exp == -1;
+}
+
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/*
+ * Values learned, waiting for their second look (learn_one()), oldest
+ * first.
+ */
+#define VERIFY_NS	1100000000ull
+#define PENDING		256
+
+struct pending {
+	struct xps_kv_learned l;
+	struct xps_kv_value val;
+	__u64 at;
+};
+
+static struct pending pend[PENDING];
+static unsigned int pend_head, pend_tail;
+
+/*
+ * A get's reply the handler asked for (docs/coherence.md, "Learning from
+ * the server's replies"): the value and flags are the reply's; `me` says
+ * whether the item expires and its CAS.  memcached 1.6.18 prints an
+ * expiring item's exp as minus the seconds it has left, so exp=-1 also
+ * means "expires within a second".  When the key's version says its last
+ * write was a set that never expires (bit 0, bpf/kvcache.bpf.h), exp=-1
+ * is that; otherwise the value is committed only after a second `me`,
+ * more than a second later, still says exp=-1 with the same CAS (an
+ * expiring item is gone by then; a write meanwhile changed the key's
+ * version, which the stamps taken at the get catch).  0 when done, -1
+ * when the connection to memcached failed.
+ */
+static int learn_one(struct filler *f, struct mc *c,
+		     const struct xps_kv_learned *l)
+{
+	unsigned long long cas, mcas = 0;
+	struct pending *p;
+	int r;
+
+	p = &pend[pend_tail % PENDING];
+	if (pend_tail - pend_head == PENDING)
+		return 0;	/* a hint lost: the next miss asks again */
+	memset(&p->val, 0, sizeof(p->val));
+	if (reply_value(l, &p->val, &cas))
+		goto skip;
+	r = me_no_exp(c, &l->key, &mcas);
+	if (r < 0)
+		return -1;
+	if (!r || (cas && cas != mcas))
+		goto skip;
+	p->val.cas = mcas;
+	if (l->version & 1) {
+		if (xps_kvcache__learn_commit(f->kc, l, &p->val))
+			return -1;
+		f->fills++;
+		return 0;
+	}
+	p->l = *l;
+	p->at = mono_ns();
+	pend_tail++;
+	return 0;
+skip:
+	not_cacheable(f, &l->key);
+	return 0;
+}
+
+/* The second look at values learned over a second ago. */
+static int learn_due(struct filler *f, struct mc *c)
+{
+	unsigned long long mcas = 0;
+	__u64 now = mono_ns();
+	struct pending *p;
+	int r;
+
+	while (pend_head != pend_tail) {
+		p = &pend[pend_head % PENDING];
+		if (now - p->at < VERIFY_NS)
+			break;
+		pend_head++;
+		r = me_no_exp(c, &p->l.key, &mcas);
+		if (r < 0)
+			return -1;
+		if (!r || mcas != p->val.cas) {
+			not_cacheable(f, &p->l.key);
+			continue;
+		}
+		if (xps_kvcache__learn_commit(f->kc, &p->l, &p->val))
+			return -1;
+		f->fills++;
+	}
+	return 0;
+}
+
 /* Is memcached still there, on the same connection?  0 or -1. */
 static int mc_ping(struct mc *c)
 {
@@ -237,14 +420,6 @@ static __s64 realtime_minus_mono(void)
 	return (r.tv_sec - m.tv_sec) * 1000000000LL + (r.tv_nsec - m.tv_nsec);
 }
 
-static __u64 mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -259,6 +434,7 @@ int main(int argc, char **argv)
 	struct filler f;
 	struct mc_state *st;
 	struct xps_kv_key k;
+	static struct xps_kv_learned l;
 	struct mc c;
 	__u64 last_check = 0, last_udp_write;
 	int o, r, ret = 1;
@@ -345,6 +521,28 @@ int main(int argc, char **argv)
 				snprintf(last, sizeof(last), "%s", why);
 			}
 		}
+		if (pend_head != pend_tail && !why[0] && learn_due(&f, &c)) {
+			logmsg("lost the connection to memcached: reconnecting");
+			if (connect_mc(&f, &c, host, port,
+				       "lost the connection to memcached"))
+				goto out;
+			snprintf(last, sizeof(last), "-");
+			continue;
+		}
+		if (!xps_kvcache__learn_next(f.kc, &l)) {
+			filler_busy(&f);
+			if (why[0] || l.key.len > MC_KEY_MAX)
+				continue;
+			if (learn_one(&f, &c, &l)) {
+				logmsg("lost the connection to memcached: reconnecting");
+				if (connect_mc(&f, &c, host, port,
+					       "lost the connection to memcached"))
+					goto out;
+				snprintf(last, sizeof(last), "-");
+			}
+			continue;
+		}
+		/* the handler queues misses over UDP only: fetch those */
 		if (xps_kvcache__miss_pop(f.kc, &k)) {
 			filler_idle(&f);
 			continue;

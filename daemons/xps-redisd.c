@@ -5,12 +5,14 @@
  *
  *   xps-redisd --context NAME [--redis HOST:PORT] [-v]
  *
- * It takes the keys the handler missed from the context's miss queue,
- * fetches them from Redis and inserts them under the coherence protocol of
- * docs/coherence.md: it reads the cache generation and the key's version,
- * fetches the value only if no write is unanswered after that, and inserts
- * it stamped with both and sealed; the handler serves it only while the
- * stamps are current.  It also decides whether the handler may serve at
+ * It learns values from Redis's own replies: when a GET misses, the handler
+ * reads the cache generation and the key's version, checks that no write
+ * is unanswered and asks for Redis's reply to that GET, which the
+ * framework copies as it leaves (docs/coherence.md).  The filler asks
+ * PTTL (a reply does not say whether the key expires) and inserts the
+ * value stamped and sealed; the handler serves it only while the stamps
+ * are current.  No value is fetched, so Redis's GET statistics count only
+ * what clients asked.  It also decides whether the handler may serve at
  * all: only while every write Redis can receive passes through XPS (no
  * client older than the context, no unix socket, not a replica, no
  * eviction, no password); otherwise it sets REDIS_NO_SERVE and says why.
@@ -158,57 +160,66 @@ static int connect_redis(struct ctx *x, const char *host, const char *port,
 				&a, &stop);
 }
 
-/* ---- fills ------------------------------------------------------------ */
+/* ---- learning values from Redis's replies ------------------------------ */
 
 /*
- * Fetch @k and insert it if the coherence protocol allows.  Returns 1 when
- * the fill must be retried later (a write was unanswered).
+ * The bulk string the captured bytes begin with, "$<n>\r\n<n bytes>\r\n"
+ * (replies to later requests may follow): its length, or -1 for anything
+ * else (nil, an error, another type, too long, not whole).
  */
-static int fill_one(struct ctx *x, const struct xps_kv_key *k)
+static int reply_bulk(const struct xps_kv_learned *l, void *dst, size_t cap)
 {
-	const char *argv[2] = { NULL, (const char *)k->b };
-	size_t lens[2] = { 0, k->len };
+	const char *r = (const char *)l->reply, *p = r + 1;
+	size_t len = l->len, n = 0;
+
+	if (len < 4 || r[0] != '$')
+		return -1;
+	while (p < r + len && *p >= '0' && *p <= '9' && n <= cap)
+		n = n * 10 + (*p++ - '0');
+	if (p == r + 1 || n > cap || r + len - p < 4 || p[0] != '\r' ||
+	    p[1] != '\n' || (size_t)(r + len - (p + 2)) < n + 2 ||
+	    p[2 + n] != '\r' || p[3 + n] != '\n')
+		return -1;
+	memcpy(dst, p + 2, n);
+	return (int)n;
+}
+
+/*
+ * A GET's reply the handler asked for (docs/coherence.md, "Learning from
+ * the server's replies"): the value is the reply's; PTTL says whether the
+ * key expires, which the reply does not.  0 when done (learned, or not
+ * cacheable), -1 when the connection to Redis failed.
+ */
+static int learn_one(struct ctx *x, const struct xps_kv_learned *l)
+{
+	const char *argv[2] = { "PTTL", (const char *)l->key.b };
+	size_t lens[2] = { 4, l->key.len };
 	struct xps_kv_value val = {};
 	char line[256], t;
-	long long n, ttl;
-	int r;
+	long long ttl;
+	int n;
 
-	r = xps_kvcache__fill_begin(x->f.kc, k, &val);
-	if (r == -EBUSY) {
-		x->f.rejected++;
-		return 1;
-	}
-	if (r)
+	/* only strings of up to 1 KiB: GET on other types is Redis's */
+	n = reply_bulk(l, val.v, sizeof(val.v));
+	if (n < 0)
+		goto skip;
+	if (send_cmd(&x->redis, 2, argv, lens) ||
+	    read_reply(&x->redis, &t, &ttl, NULL, 0, line, sizeof(line)))
 		return -1;
-
-	argv[0] = "PTTL";
-	lens[0] = 4;
-	if (send_cmd(&x->redis, 2, argv, lens))
-		return -1;
-	argv[0] = "GET";
-	lens[0] = 3;
-	if (send_cmd(&x->redis, 2, argv, lens))
-		return -1;
-	if (read_reply(&x->redis, &t, &ttl, NULL, 0, line, sizeof(line)))
-		return -1;
-	if (read_reply(&x->redis, &t, &n, val.v, sizeof(val.v), line,
-		       sizeof(line)))
-		return -1;
-	/*
-	 * Only strings without expiry: an expiring key would be served past
-	 * its death, and GET on other types is Redis's to answer.
-	 */
-	if (t != '$' || n < 0 || ttl != -1) {
-		xps_kvcache__fill_skip(x->f.kc, k);
-		x->f.skipped++;
-		return 0;
-	}
+	/* an expiring key would be served past its death */
+	if (t != ':' || ttl != -1)
+		goto skip;
 	val.len = n;
-	if (xps_kvcache__fill_commit(x->f.kc, k, &val))
+	if (xps_kvcache__learn_commit(x->f.kc, l, &val))
 		return -1;
 	x->f.fills++;
 	if (verbose > 1)
-		logmsg("filled %.*s (%u bytes)", (int)k->len, k->b, val.len);
+		logmsg("learned %.*s (%u bytes)", (int)l->key.len, l->key.b,
+		       val.len);
+	return 0;
+skip:
+	xps_kvcache__fill_skip(x->f.kc, &l->key);
+	x->f.skipped++;
 	return 0;
 }
 
@@ -232,10 +243,10 @@ int main(int argc, char **argv)
 	};
 	char host[256] = "127.0.0.1", port[16] = "", last_why[400] = "-";
 	const char *name = NULL;
+	static struct xps_kv_learned l;
 	struct ctx x = {};
-	struct xps_kv_key k;
 	struct timespec last_check = { 0, 0 }, now;
-	int o, r, ret = 1;
+	int o, ret = 1;
 
 	while ((o = getopt_long(argc, argv, "c:r:vh", opts, NULL)) != -1) {
 		switch (o) {
@@ -299,31 +310,23 @@ int main(int argc, char **argv)
 				snprintf(last_why, sizeof(last_why), "%s", x.why);
 			}
 			if (verbose)
-				logmsg("fills %llu, rejected %llu, not cacheable %llu",
+				logmsg("learned %llu, not cacheable %llu",
 				       (unsigned long long)x.f.fills,
-				       (unsigned long long)x.f.rejected,
 				       (unsigned long long)x.f.skipped);
 		}
-		if (xps_kvcache__miss_pop(x.f.kc, &k)) {
+		if (xps_kvcache__learn_next(x.f.kc, &l)) {
 			filler_idle(&x.f);
 			continue;
 		}
 		filler_busy(&x.f);
-		if (x.why[0] || k.len < 1 || k.len > REDIS_KEY_MAX)
+		if (x.why[0] || l.key.len > REDIS_KEY_MAX)
 			continue;
-		r = fill_one(&x, &k);
-		if (r < 0) {
+		if (learn_one(&x, &l)) {
 			logmsg("lost the connection to Redis: reconnecting");
 			if (connect_redis(&x, host, port,
 					  "lost the connection to Redis"))
 				goto out;
 			snprintf(last_why, sizeof(last_why), "-");
-			continue;
-		}
-		if (r > 0) {
-			/* a write is unanswered: try again shortly */
-			xps_kvcache__miss_retry(x.f.kc, &k);
-			filler_idle(&x.f);
 		}
 	}
 	ret = 0;
@@ -331,8 +334,8 @@ out:
 	/* without its filler the cache must not be trusted */
 	set_no_serve(&x, true);
 	filler_status(&x.f, "stopped", NULL);
-	logmsg("exiting: fills %llu, rejected %llu, not cacheable %llu",
-	       (unsigned long long)x.f.fills, (unsigned long long)x.f.rejected,
+	logmsg("exiting: learned %llu, not cacheable %llu",
+	       (unsigned long long)x.f.fills,
 	       (unsigned long long)x.f.skipped);
 	if (x.redis.fd >= 0)
 		close(x.redis.fd);

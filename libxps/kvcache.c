@@ -17,12 +17,22 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "internal.h"
 #include <xps/libxps_kv.h>
 
 #define SKIP_SLOTS		1024
 #define SKIP_NS_DEFAULT		(100 * 1000 * 1000ULL)
+#define ARM_SLOTS		1024	/* captures asked for, by connection */
+#define LEARN_QUEUE		64	/* replies paired, not yet taken */
+
+/* A capture asked for (struct xps_cap_arm), waiting for its reply. */
+struct kv_arm {
+	__u64 cookie;		/* 0: an empty slot */
+	__u32 reply;
+	struct xps_kv_arm tag;
+};
 
 struct xps_kvcache {
 	char name[XPS_NAME_LEN];
@@ -35,7 +45,33 @@ struct xps_kvcache {
 	/* keys found not cacheable lately, by hash (0: an empty slot) */
 	__u64 skip_hash[SKIP_SLOTS];
 	__u64 skip_at[SKIP_SLOTS];
+	/* reply capture: our ring in the framework's xps_caps at @slot */
+	__u32 slot;
+	int caps_fd, ring_fd;
+	__u32 ring_id;
+	__u64 opened_ns;
+	struct ring_buffer *rb;
+	struct kv_arm arms[ARM_SLOTS];
+	struct xps_kv_learned learned[LEARN_QUEUE];
+	unsigned int lq_head, lq_tail;
+	__u64 lq_dropped;
 };
+
+/* Take our ring out of the framework's slot, unless another took it. */
+static void ring_detach(struct xps_kvcache *kc)
+{
+	__u32 id = 0;
+
+	if (kc->caps_fd >= 0 && kc->ring_id &&
+	    !bpf_map_lookup_elem(kc->caps_fd, &kc->slot, &id) &&
+	    id == kc->ring_id)
+		bpf_map_delete_elem(kc->caps_fd, &kc->slot);
+	if (kc->caps_fd >= 0)
+		close(kc->caps_fd);
+	if (kc->ring_fd >= 0)
+		close(kc->ring_fd);
+	kc->caps_fd = kc->ring_fd = -1;
+}
 
 void xps_kvcache__close(struct xps_kvcache *kc)
 {
@@ -50,12 +86,61 @@ void xps_kvcache__close(struct xps_kvcache *kc)
 	fds[3] = &kc->versions_fd;
 	fds[4] = &kc->config_fd;
 	fds[5] = &kc->conns_fd;
+	ring_detach(kc);
+	ring_buffer__free(kc->rb);
 	if (kc->state)
 		munmap(kc->state, kc->state_len);
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (*fds[i] >= 0)
 			close(*fds[i]);
 	free(kc);
+}
+
+static int on_capture(void *ctx, void *data, size_t size);
+
+/*
+ * Make the ring the handler's reply captures go to and put it in the
+ * framework's slot (docs/coherence.md, "Learning from the server's
+ * replies").  The previous reader's ring, if any, is replaced.
+ */
+static int ring_attach(struct xps_kvcache *kc, __u32 slot)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int err;
+
+	kc->slot = slot;
+	kc->caps_fd = bpf_obj_get(XPS_PIN_ROOT "/xps_caps");
+	if (kc->caps_fd < 0) {
+		err = -errno;
+		pr_warn("cannot open the framework's xps_caps map: %s (loaded by an older XPS? remove it with 'xpsctl reset')\n",
+			strerror(-err));
+		return err;
+	}
+	kc->ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "xps_cap_ring", 0,
+				     0, XPS_CAP_RING_SIZE, NULL);
+	if (kc->ring_fd < 0 ||
+	    bpf_obj_get_info_by_fd(kc->ring_fd, &info, &len)) {
+		err = -errno;
+		pr_warn("cannot create the reply capture ring of '%s': %s\n",
+			kc->name, strerror(-err));
+		return err;
+	}
+	kc->ring_id = info.id;
+	kc->rb = ring_buffer__new(kc->ring_fd, on_capture, kc, NULL);
+	if (!kc->rb) {
+		err = -errno;
+		pr_warn("cannot map the reply capture ring of '%s': %s\n",
+			kc->name, strerror(-err));
+		return err;
+	}
+	if (bpf_map_update_elem(kc->caps_fd, &slot, &kc->ring_fd, BPF_ANY)) {
+		err = -errno;
+		pr_warn("cannot install the reply capture ring of '%s': %s\n",
+			kc->name, strerror(-err));
+		return err;
+	}
+	return 0;
 }
 
 struct xps_kvcache *xps_kvcache__open(const struct xps_context *ctx,
@@ -73,6 +158,7 @@ struct xps_kvcache *xps_kvcache__open(const struct xps_context *ctx,
 	kc = calloc(1, sizeof(*kc));
 	if (!kc)
 		return libxps_err_ptr(-ENOMEM);
+	kc->caps_fd = kc->ring_fd = -1;
 	snprintf(kc->name, sizeof(kc->name), "%s", xps_context__name(ctx));
 	kc->port = info.pred.lport;
 	kc->skip_ns = OPTS_GET(opts, skip_ns, 0) ?: SKIP_NS_DEFAULT;
@@ -90,6 +176,9 @@ struct xps_kvcache *xps_kvcache__open(const struct xps_context *ctx,
 		err = -ENOENT;
 		goto fail;
 	}
+	err = ring_attach(kc, ctx->slot);
+	if (err)
+		goto fail;
 	kc->state_len = page > 0 ? (size_t)page : 4096;
 	kc->state = mmap(NULL, kc->state_len, PROT_READ | PROT_WRITE,
 			 MAP_SHARED, kc->state_fd, 0);
@@ -212,6 +301,91 @@ int xps_kvcache__miss_retry(struct xps_kvcache *kc,
 	if (bpf_map_update_elem(kc->misses_fd, NULL, key, BPF_EXIST))
 		return libxps_err(-errno);
 	return 0;
+}
+
+/* ---- learning from the server's replies ------------------------------- */
+
+/*
+ * One record of the capture ring: an ARM (a GET missed; its key and
+ * stamps) is kept by connection until the REPLY with the same number
+ * comes; the pair is queued for xps_kvcache__learn_next().  Anything
+ * else (a reply nobody armed, an arm whose reply was not captured) is
+ * dropped: learning is only ever a hint.
+ */
+static int on_capture(void *ctx, void *data, size_t size)
+{
+	const struct xps_cap_hdr *h = data;
+	struct xps_kvcache *kc = ctx;
+	struct xps_kv_learned *l;
+	struct kv_arm *a;
+
+	if (size < sizeof(*h))
+		return 0;
+	a = &kc->arms[h->cookie % ARM_SLOTS];
+	if (h->kind == XPS_CAP_ARM) {
+		const struct xps_cap_arm *rec = data;
+
+		if (size < sizeof(*rec) || h->len != sizeof(a->tag))
+			return 0;
+		memcpy(&a->tag, rec->tag, sizeof(a->tag));
+		if (a->tag.key.len < 1 || a->tag.key.len > XPS_KV_KEY_MAX) {
+			a->cookie = 0;
+			return 0;
+		}
+		a->cookie = h->cookie;
+		a->reply = h->reply;
+		return 0;
+	}
+	if (h->kind != XPS_CAP_REPLY || size < sizeof(struct xps_cap_reply) ||
+	    h->len > XPS_CAP_REPLY_MAX || !h->cookie ||
+	    a->cookie != h->cookie || a->reply != h->reply)
+		return 0;
+	a->cookie = 0;		/* one reply per arm */
+	if (kc->lq_tail - kc->lq_head == LEARN_QUEUE) {
+		kc->lq_dropped++;
+		return 0;
+	}
+	l = &kc->learned[kc->lq_tail++ % LEARN_QUEUE];
+	l->key = a->tag.key;
+	memset(l->key.b + l->key.len, 0, XPS_KV_KEY_MAX - l->key.len);
+	l->key.pad = 0;
+	l->version = a->tag.version;
+	l->cgen = a->tag.cgen;
+	l->len = h->len;
+	memcpy(l->reply, ((const struct xps_cap_reply *)data)->b, h->len);
+	return 0;
+}
+
+int xps_kvcache__learn_next(struct xps_kvcache *kc,
+			    struct xps_kv_learned *out)
+{
+	int n;
+
+	if (!kc || !out)
+		return libxps_err(-EINVAL);
+	for (;;) {
+		if (kc->lq_head == kc->lq_tail) {
+			n = ring_buffer__consume(kc->rb);
+			if (n < 0)
+				return libxps_err(n);
+			if (kc->lq_head == kc->lq_tail)
+				return libxps_err(-ENOENT);
+		}
+		*out = kc->learned[kc->lq_head++ % LEARN_QUEUE];
+		if (!skipped_lately(kc, &out->key))
+			return 0;
+	}
+}
+
+int xps_kvcache__learn_commit(struct xps_kvcache *kc,
+			      const struct xps_kv_learned *l,
+			      struct xps_kv_value *value)
+{
+	if (!kc || !l || !value)
+		return libxps_err(-EINVAL);
+	value->version = l->version;
+	value->cgen = l->cgen;
+	return xps_kvcache__fill_commit(kc, &l->key, value);
 }
 
 /* ---- fills ------------------------------------------------------------ */

@@ -90,6 +90,24 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xps_stash_zero SEC(".maps");
 
+/*
+ * Reply capture (struct xps_cap_hdr): one ring per slot, made and put
+ * here by the user-space process that reads it (libxps's kv-cache); a
+ * slot without one captures nothing.
+ */
+struct xps_cap_ring {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, XPS_CAP_RING_SIZE);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, XPS_MAX_SLOTS);
+	__type(key, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__array(values, struct xps_cap_ring);	/* last: a flexible array */
+} xps_caps SEC(".maps");
+
 /* ---- the framework's programs only ---------------------------------- */
 #ifdef XPS__FRAMEWORK
 

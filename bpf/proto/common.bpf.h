@@ -159,6 +159,9 @@ enum xps_req_flags {
 	XPS_F_CAS = 1 << 9,		/* memcached gets/gats: reply with cas */
 	XPS_F_BADKEY = 1 << 10,		/* a key the fast path must not serve
 					 * (too long, control characters) */
+	XPS_F_NOEXP = 1 << 11,		/* memcached set, exptime 0, its data
+					 * block seen ending in CRLF: stored,
+					 * the item never expires */
 };
 
 /* A byte range of the scratch buffer. */

@@ -389,7 +389,7 @@ XPS_GLOBAL int xps_mc__classify(const struct xps_buf *buf, __u32 len,
 	struct xps_words wd = {};
 	__u64 ntok, ctl;
 	__u32 nl, cmd, key_ok = 1, k, line;
-	__s64 vlen = 0, num;
+	__s64 vlen = 0, num, exp = -1;
 	int r;
 
 	if (!buf || !ln || !req)
@@ -478,6 +478,8 @@ XPS_GLOBAL int xps_mc__classify(const struct xps_buf *buf, __u32 len,
 		if (r == XPS__MCN_OK)
 			r = xps_mc__num_tok(buf, t->s[3], t->e[3], 1, 0x7fffffff, &num);
 		if (r == XPS__MCN_OK)
+			exp = num;
+		if (r == XPS__MCN_OK)
 			r = xps_mc__num_tok(buf, t->s[4], t->e[4], 1, 0x7fffffff, &vlen);
 		if (r == XPS__MCN_OK && cmd == XPS_MC_CAS)
 			r = xps_mc__num_tok(buf, t->s[5], t->e[5], 0,
@@ -493,6 +495,23 @@ XPS_GLOBAL int xps_mc__classify(const struct xps_buf *buf, __u32 len,
 		/* The data block and its two trailing bytes, unchecked:
 		 * memcached consumes them whatever they are. */
 		req->req_len = line + (__u32)vlen + 2;
+		/*
+		 * A set that never expires, if it is stored: memcached
+		 * refuses a block not ending in CRLF and keeps the old
+		 * item, so only a CRLF seen here counts (docs/coherence.md).
+		 */
+		if (cmd == XPS_MC_SET && exp == 0 && r == XPS__MCN_OK) {
+			__u64 end = (__u64)off + req->req_len;
+			__u32 cr;
+
+			/* no masks here: see tests/verifier/maskcheck.py */
+			if (end <= len && end >= 2 && end <= XPS_SCRATCH) {
+				cr = (__u32)end - 2;
+				if (cr < XPS_SCRATCH - 1 && buf->b[cr] == '\r' &&
+				    buf->b[cr + 1] == '\n')
+					req->flags |= XPS_F_NOEXP;
+			}
+		}
 		break;
 	}
 	case XPS_MC_MS:

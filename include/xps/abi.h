@@ -209,6 +209,51 @@ struct xps_conn {
 	__u32 nobody;		/* HTTP: bit (n % 32) set: reply n has no body */
 	__u32 rx_seq;		/* stock: first byte the verdict has not seen */
 	struct xps_reply rp;
+	/*
+	 * Reply capture (xps_capture_reply()): the number of the service's
+	 * reply egress copies out for user space (the reply after which
+	 * @answered equals it), 0 when none was asked for.
+	 */
+	__u32 cap_reply;
+	__u32 cap_pad;
+};
+
+/*
+ * Reply capture.  A handler asks for the service's reply to a request it
+ * passes (xps_capture_reply() in bpf/xps.bpf.h): its ARM record, with a
+ * tag of its own, goes into the ring of its slot (xps_caps) before the
+ * request reaches the service; when egress counts that reply
+ * (docs/ordering.md), and it is the first reply of a segment and ends in
+ * it, a REPLY record follows with the segment's service bytes from the
+ * reply's start (at most XPS_CAP_REPLY_MAX): user space finds where the
+ * reply ends.  User space pairs the two by cookie and reply number
+ * (libxps's kv-cache learns values this way, docs/coherence.md).
+ */
+#define XPS_CAP_TAG_MAX		320
+#define XPS_CAP_REPLY_MAX	1536
+#define XPS_CAP_RING_SIZE	(1 << 20)
+
+enum xps_cap_kind {
+	XPS_CAP_ARM = 1,
+	XPS_CAP_REPLY = 2,
+};
+
+struct xps_cap_hdr {
+	__u64 cookie;		/* the connection */
+	__u64 time_ns;		/* bpf_ktime_get_ns() when written */
+	__u32 reply;		/* the reply's number on the connection */
+	__u16 kind;		/* enum xps_cap_kind */
+	__u16 len;		/* bytes of tag or reply */
+};
+
+struct xps_cap_arm {
+	struct xps_cap_hdr h;
+	__u8 tag[XPS_CAP_TAG_MAX];
+};
+
+struct xps_cap_reply {
+	struct xps_cap_hdr h;
+	__u8 b[XPS_CAP_REPLY_MAX];
 };
 
 /*
@@ -297,6 +342,7 @@ struct xps_tc_if {
 _Static_assert(sizeof(struct xps_stash_slot) == 8 + 2 * XPS_STOCK_REPLY_MAX,
 	       "xps_stash_slot layout");
 _Static_assert(sizeof(struct xps_tc_if) == 8, "xps_tc_if layout");
+_Static_assert(sizeof(struct xps_cap_hdr) == 24, "xps_cap_hdr layout");
 _Static_assert(sizeof(struct xps_pred_key) == 40, "xps_pred_key layout");
 _Static_assert(sizeof(struct xps_pred_value) == 8, "xps_pred_value layout");
 _Static_assert(sizeof(struct xps_pred_masks) == 36, "xps_pred_masks layout");
@@ -307,7 +353,7 @@ _Static_assert(sizeof(struct xps_handler_stats) == 64, "xps_handler_stats layout
 _Static_assert(sizeof(struct xps_ctx_info) == 264, "xps_ctx_info layout");
 _Static_assert(sizeof(struct xps_run) == 64, "xps_run layout");
 _Static_assert(sizeof(struct xps_reply) == 32, "xps_reply layout");
-_Static_assert(sizeof(struct xps_conn) == 96, "xps_conn layout");
+_Static_assert(sizeof(struct xps_conn) == 104, "xps_conn layout");
 _Static_assert(sizeof(struct xps_config) == 32, "xps_config layout");
 
 #endif /* __XPS_ABI_H */

@@ -57,8 +57,22 @@ struct xps_kv_value {
 	__u8 v[XPS_KV_VALUE_MAX];
 };
 
+/*
+ * What a kv-cache handler tags a reply capture with (struct xps_cap_arm):
+ * the key a GET missed and the stamps a fill from its reply must carry,
+ * read before the handler saw no write unanswered (docs/coherence.md,
+ * "Learning from the server's replies").
+ */
+struct xps_kv_arm {
+	__u64 version;			/* the key's version */
+	__u32 cgen;			/* the state's cgen */
+	__u32 pad;
+	struct xps_kv_key key;
+};
+
 _Static_assert(sizeof(struct xps_kv_key) == 8 + XPS_KV_KEY_MAX, "xps_kv_key layout");
 _Static_assert(sizeof(struct xps_kv_hkey) == 8, "xps_kv_hkey layout");
+_Static_assert(sizeof(struct xps_kv_arm) == 16 + 8 + XPS_KV_KEY_MAX, "xps_kv_arm layout");
 _Static_assert(sizeof(struct xps_kv_value) == 40 + 8 + XPS_KV_KEY_MAX + XPS_KV_VALUE_MAX,
 	       "xps_kv_value layout");
 

@@ -4,6 +4,10 @@
  * docs/coherence.md, for a process that fills the cache of a context whose
  * handler is built on bpf/kvcache.bpf.h (the Redis and memcached ones).
  *
+ * Fills from fetches, for the misses the handler queues (over UDP; TCP
+ * misses are learned from the server's replies, see
+ * xps_kvcache__learn_next()):
+ *
  *	kc = xps_kvcache__open(ctx, NULL);
  *	while (!xps_kvcache__miss_pop(kc, &key)) {
  *		err = xps_kvcache__fill_begin(kc, &key, &value);
@@ -96,6 +100,48 @@ LIBXPS_API int xps_kvcache__fill_commit(struct xps_kvcache *kc,
 /* @key is not cacheable now: drop its misses for a while (opts.skip_ns). */
 LIBXPS_API void xps_kvcache__fill_skip(struct xps_kvcache *kc,
 				       const struct xps_kv_key *key);
+
+/*
+ * Learning from the server's replies (docs/coherence.md): when a GET over
+ * TCP misses, the handler reads the key's stamps, checks that no write is
+ * unanswered and asks for the server's reply to it; the framework copies
+ * that reply as it leaves.  No fetch: the server's statistics count only
+ * what clients asked.  The filler parses the reply, checks what a reply
+ * does not say (an expiry) and commits the value with the stamps taken at
+ * the GET:
+ *
+ *	while (!xps_kvcache__learn_next(kc, &l)) {
+ *		if (parse(l.reply, l.len, &value) == 0 && no_expiry(&l.key))
+ *			xps_kvcache__learn_commit(kc, &l, &value);
+ *		else
+ *			xps_kvcache__fill_skip(kc, &l.key);
+ *	}
+ *
+ * The bytes begin with the server's answer to exactly this GET (the
+ * framework counts replies, docs/ordering.md); replies to later requests
+ * may follow, and the answer may be cut at XPS_CAP_REPLY_MAX bytes, so a
+ * parser takes one whole reply from the start or nothing.  learn_next()
+ * drops the keys skipped lately.
+ */
+struct xps_kv_learned {
+	struct xps_kv_key key;		/* what the GET asked for */
+	__u64 version;			/* the stamps its value must carry */
+	__u32 cgen;
+	__u32 len;			/* bytes of reply */
+	__u8 reply[XPS_CAP_REPLY_MAX];	/* the server's bytes, verbatim */
+};
+
+/* The next reply learned, or -ENOENT when there is none now. */
+LIBXPS_API int xps_kvcache__learn_next(struct xps_kvcache *kc,
+				       struct xps_kv_learned *l);
+/*
+ * Insert @value (len, v, and for memcached cas and client_flags, as the
+ * filler parsed them from @l's reply) as @l's key, stamped with @l's
+ * stamps and sealed (xps_kvcache__fill_commit()).
+ */
+LIBXPS_API int xps_kvcache__learn_commit(struct xps_kvcache *kc,
+					 const struct xps_kv_learned *l,
+					 struct xps_kv_value *value);
 
 /*
  * Established TCP connections to the context's port that XPS keeps no

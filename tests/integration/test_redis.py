@@ -157,6 +157,49 @@ def test_get_served_from_kernel_counters_match():
 
 
 @test
+def test_stats_count_only_what_clients_asked():
+    """The filler learns values from Redis's replies to the GETs clients
+    send (no GET of its own), so Redis's cmdstat_get is exactly the GETs it
+    answered; a connection that SELECTed another database teaches nothing
+    (its GETs answer from that database)."""
+    r = Redis()
+    try:
+        start_service(r)
+        r.cli("SET", "k", "v0")
+        c = Client()
+        sent = 0
+        g0, tx0 = r.getcalls(), stats("redis")["tx"]
+        t = time.time()
+        while stats("redis")["tx"] == tx0:
+            if time.time() - t > 5:
+                raise AssertionError("k never served by the kernel")
+            eq(c.call("GET", "k"), b"$2\r\nv0\r\n", "GET k")
+            sent += 1
+        for _ in range(50):
+            eq(c.call("GET", "k"), b"$2\r\nv0\r\n", "GET k")
+            sent += 1
+        time.sleep(0.3)
+        tx = stats("redis")["tx"] - tx0
+        print("    %d GETs sent, %d answered by the kernel" % (sent, tx))
+        eq(r.getcalls() - g0, sent - tx, "Redis's GET calls: GETs sent - kernel answers")
+        # db 1 holds another k: its GETs must not fill db 0's cache
+        d = Client()
+        eq(d.call("SELECT", "1"), b"+OK\r\n", "SELECT 1")
+        eq(d.call("SET", "k2", "from-db1"), b"+OK\r\n", "SET in db 1")
+        r.cli("SET", "k2", "from-db0")
+        for _ in range(30):
+            eq(d.call("GET", "k2"), b"$8\r\nfrom-db1\r\n", "GET k2 in db 1")
+        time.sleep(0.3)
+        for _ in range(30):
+            eq(c.call("GET", "k2"), b"$8\r\nfrom-db0\r\n", "GET k2 in db 0")
+        d.close()
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
 def test_value_lengths_byte_exact():
     """Values of every length class around the handler's 8-byte copy steps
     and its 1 KiB limit come back from the kernel byte for byte."""
