@@ -504,9 +504,14 @@ XPS_GLOBAL int xps_mc__classify(const struct xps_buf *buf, __u32 len,
 			__u64 end = (__u64)off + req->req_len;
 			__u32 cr;
 
-			/* no masks here: see tests/verifier/maskcheck.py */
+			/*
+			 * No masks here (tests/verifier/maskcheck.py); cr is
+			 * opaque so that clang tests the register it indexes
+			 * with, not a copy (6.12 loses the bound otherwise).
+			 */
 			if (end <= len && end >= 2 && end <= XPS_SCRATCH) {
 				cr = (__u32)end - 2;
+				XPS_OPAQUE(cr);
 				if (cr < XPS_SCRATCH - 1 && buf->b[cr] == '\r' &&
 				    buf->b[cr + 1] == '\n')
 					req->flags |= XPS_F_NOEXP;
