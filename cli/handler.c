@@ -202,7 +202,7 @@ static int report_created(struct xps_context *ctx)
 		xps_context__close(ctx);
 		return lib_err("handler", -errno);
 	}
-	print_ctx(&info, 0);
+	print_ctx(&info, xps_context__slot(ctx));
 	xps_context__close(ctx);
 	return 0;
 }

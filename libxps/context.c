@@ -1054,6 +1054,11 @@ const char *xps_context__name(const struct xps_context *ctx)
 	return ctx ? ctx->name : NULL;
 }
 
+__u32 xps_context__slot(const struct xps_context *ctx)
+{
+	return ctx ? ctx->slot : 0;
+}
+
 static int read_info(const struct xps_context *ctx, struct xps_ctx_info *info)
 {
 	char path[128];

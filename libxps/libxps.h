@@ -144,6 +144,8 @@ LIBXPS_API struct xps_context *xps_context__open(const char *name);
 LIBXPS_API void xps_context__close(struct xps_context *ctx);
 
 LIBXPS_API const char *xps_context__name(const struct xps_context *ctx);
+/* The framework slot the context occupies (xps_context__for_each()'s). */
+LIBXPS_API __u32 xps_context__slot(const struct xps_context *ctx);
 LIBXPS_API int xps_context__info(const struct xps_context *ctx,
 				 struct xps_ctx_info *info);
 /*

@@ -222,6 +222,12 @@ def test_output_formats_and_refusals():
             raise AssertionError("-o prometheus %s: %r" % (args, p.stderr))
     eq([c["name"] for c in xpsctl("handler", "list")], ["fmt"],
        "the refused detach detached nothing")
+    # what attach reports is the slot the context got (it said 0)
+    made = xpsctl("handler", "attach", obj("echo"), "--port", P + 3, "--name", "fmt2")
+    listed = {c["name"]: c["slot"] for c in xpsctl("handler", "list")}
+    eq(made["slot"], listed["fmt2"], "slot attach reported")
+    if listed["fmt2"] == listed["fmt"]:
+        raise AssertionError("two contexts in one slot: %r" % listed)
     p = run("-o", "prometheus", "stats", "show", "no-such-context")
     eq((p.returncode, p.stdout), (1, ""), "an error leaves no output")
     if not p.stderr.startswith("Error: "):
