@@ -12,7 +12,7 @@
 # make deb-kernel the patched kernel as linux-image/linux-headers packages
 # V=1             show the commands
 
-XPS_VERSION := 0.1.0
+XPS_VERSION := 0.2.0
 LIBXPS_SOVER := 0
 
 OUTPUT ?= .output
