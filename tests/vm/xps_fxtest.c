@@ -35,6 +35,7 @@
 #include <xps/redis.h>
 #include <xps/memcached.h>
 #include <xps/http_filter.h>
+#include <xps/kvcache.h>
 #include "redis.bpf.h"
 #include "memcached.bpf.h"
 #include "http.bpf.h"
@@ -427,6 +428,62 @@ static void redis_follow_up(const char *desc, struct xps_conn *conn,
 	answer_writes(conn);
 }
 
+/*
+ * The Redis context's reply capture ring, as libxps's kv-cache installs
+ * it, and the ARM records a run left in it.
+ */
+static struct {
+	struct ring_buffer *rb;
+	unsigned int n;
+	struct xps_cap_hdr h;
+	struct xps_kv_arm tag;
+} arm;
+
+static int on_arm(void *ctx, void *data, size_t size)
+{
+	const struct xps_cap_arm *rec = data;
+
+	(void)ctx;
+	if (size < sizeof(*rec) || rec->h.kind != XPS_CAP_ARM)
+		return 0;
+	if (!arm.n++) {
+		arm.h = rec->h;
+		memcpy(&arm.tag, rec->tag, sizeof(arm.tag));
+	}
+	return 0;
+}
+
+static void arm_drain(void)
+{
+	if (arm.rb)
+		ring_buffer__consume(arm.rb);
+	memset(&arm.h, 0, sizeof(arm.h));
+	memset(&arm.tag, 0, sizeof(arm.tag));
+	arm.n = 0;
+}
+
+static int arm_ring(const struct xps_context *ctx)
+{
+	__u32 slot = xps_context__slot(ctx);
+	int caps, ring, err = 0;
+
+	caps = bpf_obj_get(XPS_PIN_ROOT "/xps_caps");
+	ring = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fx_cap_ring", 0, 0,
+			      XPS_CAP_RING_SIZE, NULL);
+	if (caps < 0 || ring < 0 ||
+	    bpf_map_update_elem(caps, &slot, &ring, BPF_ANY))
+		err = -errno;
+	else
+		arm.rb = ring_buffer__new(ring, on_arm, NULL, NULL);
+	if (!err && !arm.rb)
+		err = -errno;
+	if (caps >= 0)
+		close(caps);
+	if (ring >= 0)
+		close(ring);	/* the ring buffer and xps_caps hold it */
+	return err;
+}
+
 static void test_redis_fixtures(void)
 {
 	static __u8 buf[XPS_SCRATCH];
@@ -510,18 +567,38 @@ static void test_redis_fixtures(void)
 			       w.first_kind == XPS_REQ_HARMLESS))
 			CHECK(redis_cgen() == cgen0 && !conn.unacked,
 			      "%s: a read counted as a write", f->desc);
-		/* a miss is queued for the filler */
+		/*
+		 * A miss over TCP asks for Redis's reply, from which the
+		 * filler learns the value: an ARM record with the key and
+		 * the stamps, read before the unanswered writes (0 here).
+		 * Nothing is queued: the miss queue is for UDP.
+		 */
 		if (tx) {
 			struct xps_kv_key q;
+			__u64 ver = version_of(redis.versions, &keys[0]);
+			__u32 flags = conn.flags, owed = conn.owed;
 
 			kv_del(redis.ctx, &keys[0]);
+			arm_drain();
+			conn.flags |= XPS_CONN_EGRESS;	/* its replies counted */
 			if (run(IPPROTO_TCP, PORT_REDIS, f->req, f->req_n,
-				&conn, &o) == 0)
+				&conn, &o) == 0) {
+				ring_buffer__consume(arm.rb);
 				CHECK(o.retval == XPS_PASS &&
-				      !bpf_map_lookup_and_delete_elem(redis.misses, NULL, &q) &&
-				      xps_kv_key_eq(&q, &keys[0]),
-				      "%s: miss: %s, key not queued", f->desc,
+				      bpf_map_lookup_and_delete_elem(redis.misses, NULL, &q),
+				      "%s: miss: %s, or its key queued", f->desc,
 				      verdict(o.retval));
+				CHECK(arm.n == 1 && arm.h.reply == owed + 1 &&
+				      arm.tag.version == ver &&
+				      arm.tag.cgen == redis_cgen() &&
+				      xps_kv_key_eq(&arm.tag.key, &keys[0]),
+				      "%s: miss: %u ARM records (reply %u of %u, version %llu of %llu)",
+				      f->desc, arm.n, arm.h.reply, owed + 1,
+				      (unsigned long long)arm.tag.version,
+				      (unsigned long long)ver);
+			}
+			conn.flags = flags;
+			conn.cap_reply = 0;
 		}
 		redis_follow_up(f->desc, &conn, w.servable && !w.global);
 	}
@@ -962,6 +1039,11 @@ static int setup(const char *bpf_dir, const char *wrap)
 	fx.conns = bpf_object__find_map_fd_by_name(fx.obj, "xps_conns");
 	if (!set_tail("fx_fw_tcp", tcp) && !set_tail("fx_fw_udp", udp))
 		err = 0;
+	if (!err && arm_ring(redis.ctx)) {
+		fprintf(stderr, "FAIL setup: the Redis context's capture ring: %s\n",
+			strerror(errno));
+		err = -1;
+	}
 out:
 	if (tcp >= 0)
 		close(tcp);
@@ -987,6 +1069,7 @@ static void teardown(void)
 	}
 	if (fx.config >= 0)
 		close(fx.config);
+	ring_buffer__free(arm.rb);
 	bpf_object__close(fx.obj);
 }
 
