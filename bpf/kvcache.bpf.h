@@ -176,9 +176,10 @@ static __always_inline int xps_kv_set_key(struct xps_kv_walk *w,
  * A TCP GET of sc->key missed: ask for the server's reply to it, from
  * which the filler learns the value (docs/coherence.md, "Learning from
  * the server's replies").  The stamps are read first, the unanswered
- * writes second, as a filler's fill_begin does: the server executes the
- * GET after this, so a value older than an acknowledged write is either
- * never learned (the write was unanswered here) or stamped stale.  Only
+ * writes of the key second, as a filler's fill_begin does: the server
+ * executes the GET after this, so a value older than an acknowledged
+ * write is either never learned (the write was unanswered here) or
+ * stamped stale.  Only
  * a request of one key, on a connection the handler would serve, and
  * one per segment.  Its own subprogram: one copy for every caller.
  */
@@ -188,10 +189,9 @@ static __noinline void xps_kv_learn(struct xps_kv_walk *w)
 {
 	struct xps_kv_scratch *sc = w->sc;
 	struct xps_cap_arm *rec;
-	struct xps_config *cfg;
 	struct xps_kv_arm *arm;
 	__u64 version, *ver;
-	__u32 zero = 0, cgen;
+	__u32 cgen;
 
 	w->learn = 0;
 	if (!sc || !w->cgen || sc->req.nkeys != 1 || !w->cs ||
@@ -201,8 +201,7 @@ static __noinline void xps_kv_learn(struct xps_kv_walk *w)
 	ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
 	version = ver ? *(volatile __u64 *)ver : 0;
 	asm volatile("" ::: "memory");	/* the stamps before the writes */
-	cfg = bpf_map_lookup_elem(&xps_config, &zero);
-	if (!cfg || *(volatile __u64 *)&cfg->unacked_writes)
+	if (xps_writes_pending(w->hk.hash))
 		return;
 	rec = xps_capture_reply(w->skb);
 	if (!rec)
@@ -317,38 +316,43 @@ static __always_inline int xps_kv_stage_value(struct xps_kv_walk *w,
  * write in flight the server may execute the two in either order, and
  * the one it executes last (an expiry, say) decides.
  */
-static __always_inline __u64 xps_kv_next_version(struct xps_kv_walk *w,
-						 __u64 old)
+static __always_inline __u64 xps_kv_next_version(__u64 old, int noexp)
 {
-	return ((old + 2) & ~1ULL) |
-	       (!w->udp && w->cs && (w->sc->req.flags & XPS_F_NOEXP) ? 1 : 0);
+	return ((old + 2) & ~1ULL) | (noexp ? 1 : 0);
 }
 
 /*
  * The bit just set stays only if this write is the only one unanswered
- * (xps_note_write() counted it, w->cs): any other write bumps the version
- * after counting itself, so one that comes later clears the bit with its
- * own bump, and one counted before is seen here.
+ * (xps_note_write() counted it): any other write bumps the version after
+ * counting itself, so one that comes later clears the bit with its own
+ * bump, and one counted before is seen here.  Global functions, these
+ * three: each is verified once, not once per write of a walk.
  */
-static __always_inline void xps_kv_noexp_check(struct xps_kv_walk *w,
-					       __u64 *ver, __u64 val)
+__attribute__((noinline))
+int xps_kv_noexp_check(__u64 *ver, __u64 val)
 {
 	struct xps_config *cfg;
 	__u32 zero = 0;
 
+	if (!ver)
+		return 0;
 	cfg = bpf_map_lookup_elem(&xps_config, &zero);
 	if (!cfg || *(volatile __u64 *)&cfg->unacked_writes != 1)
 		__sync_val_compare_and_swap(ver, val, val & ~1ULL);
+	return 0;
 }
 
-static __always_inline void xps_kv_bump(struct xps_kv_walk *w, __u64 *ver)
+__attribute__((noinline))
+int xps_kv_bump(__u64 *ver, int noexp)
 {
-	__u64 old, new;
+	__u64 old = 0, new = 0;
 	__u32 i;
 
+	if (!ver)
+		return 0;
 	for (i = 0; i < 4; i++) {
 		old = *(volatile __u64 *)ver;
-		new = xps_kv_next_version(w, old);
+		new = xps_kv_next_version(old, noexp);
 		if (__sync_val_compare_and_swap(ver, old, new) == old)
 			break;
 	}
@@ -356,38 +360,51 @@ static __always_inline void xps_kv_bump(struct xps_kv_walk *w, __u64 *ver)
 		/* contended: bump without the bit, the bit cleared first */
 		__sync_fetch_and_and(ver, ~1ULL);
 		__sync_fetch_and_add(ver, 2);
-		return;
+		return 0;
 	}
 	if (new & 1)
-		xps_kv_noexp_check(w, ver, new);
+		xps_kv_noexp_check(ver, new);
+	return 0;
+}
+
+__attribute__((noinline))
+int xps_kv_note_key(__u64 hash)
+{
+	xps_note_write_key(NULL, hash);	/* the run's connection */
+	return 0;
 }
 
 /*
- * A write to the key w->hk: its next version.  Its own subprogram: its
- * frame stays off the walk's, which the parsers' frames share.
+ * A write to the key w->hk: counted by key, then its next version.  Its
+ * own subprogram: its frame stays off the walk's, which the parsers'
+ * frames share.
  */
 static __noinline void xps_kv_new_version(struct xps_kv_walk *w)
 {
 	__u64 *ver, first;
+	int noexp;
 
 	if (!w || !w->sc)
 		return;
+	noexp = !w->udp && w->cs && (w->sc->req.flags & XPS_F_NOEXP);
+	/* counted by key before the bump (docs/coherence.md) */
+	xps_kv_note_key(w->hk.hash);
 	ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
 	if (ver) {
-		xps_kv_bump(w, ver);
+		xps_kv_bump(ver, noexp);
 		return;
 	}
-	first = xps_kv_next_version(w, 0);
+	first = xps_kv_next_version(0, noexp);
 	if (bpf_map_update_elem(&xps_versions, &w->hk, &first, BPF_NOEXIST)) {
 		ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
 		if (ver)	/* another CPU made it */
-			xps_kv_bump(w, ver);
+			xps_kv_bump(ver, noexp);
 		else if (w->cgen)	/* no version: every key then */
 			__sync_fetch_and_add(w->cgen, 1);
 	} else if (first & 1) {
 		ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
 		if (ver)
-			xps_kv_noexp_check(w, ver, first);
+			xps_kv_noexp_check(ver, first);
 	}
 }
 
@@ -407,6 +424,7 @@ static __always_inline void xps_kv_invalidate(struct xps_kv_walk *w)
 		*w->udp_write_ns = bpf_ktime_get_ns();
 	xps_note_write(w->skb);
 	if (req->flags & XPS_F_ALL) {
+		xps_note_write_all(w->skb);
 		__sync_fetch_and_add(w->cgen, 1);
 		return;
 	}
@@ -521,6 +539,7 @@ static __always_inline int xps_kv_skip(struct xps_kv_walk *w)
 		if (!(w)->done || (w)->len < (w)->seg_len) {		\
 			if (!(w)->done || (w)->off < (w)->seg_len) {	\
 				xps_note_write((w)->skb);		\
+				xps_note_write_all((w)->skb);		\
 				__sync_fetch_and_add((w)->cgen, 1);	\
 				if (xps_requests_counted((w)->skb))	\
 					count_rest((w)->skb, sc, (w)->cs, \

@@ -418,6 +418,85 @@ static __always_inline void xps_note_write(struct __sk_buff *skb)
 	__sync_fetch_and_add(&conn->unacked, 1);
 }
 
+/* The connection record of a TCP run, for counting its writes. */
+static __always_inline struct xps_conn *xps__write_conn(struct xps_wpend **wp)
+{
+	struct xps_run *run = xps__run();
+	__u32 zero = 0;
+
+	if (!run || run->proto != IPPROTO_TCP)
+		return NULL;
+	*wp = bpf_map_lookup_elem(&xps_wpend, &zero);
+	if (!*wp)
+		return NULL;
+	return bpf_map_lookup_elem(&xps_conns, &run->cookie);
+}
+
+/*
+ * After xps_note_write(), the same write counted by key, so that a reader
+ * of another key need not wait for it (xps_writes_pending()): call
+ * xps_note_write_key() with the 64-bit hash of each key the write
+ * touches, before bumping the key's version, or xps_note_write_all() for
+ * a write of every key (or of keys the handler cannot name).  Released
+ * with the write.  A connection keeps XPS_CONN_WB buckets apart; writes
+ * past them count as writes of every key.  Both count for the current
+ * run's connection; @skb may be NULL.
+ */
+static __always_inline void xps_note_write_all(struct __sk_buff *skb)
+{
+	struct xps_wpend *wp;
+	struct xps_conn *conn = xps__write_conn(&wp);
+
+	if (!conn)
+		return;
+	__sync_fetch_and_add(&wp->ovf, 1);
+	__sync_fetch_and_add(&conn->wovf, 1);
+}
+
+static __always_inline void xps_note_write_key(struct __sk_buff *skb,
+					       __u64 hash)
+{
+	__u32 b = hash & (XPS_WPEND_BUCKETS - 1), i, slot = XPS_CONN_WB;
+	struct xps_wpend *wp;
+	struct xps_conn *conn = xps__write_conn(&wp);
+
+	if (!conn)
+		return;
+	for (i = 0; i < XPS_CONN_WB; i++) {
+		if (conn->wbc[i] && conn->wb[i] == b) {
+			slot = i;
+			break;
+		}
+		if (!conn->wbc[i] && slot == XPS_CONN_WB)
+			slot = i;
+	}
+	if (slot >= XPS_CONN_WB) {
+		__sync_fetch_and_add(&wp->ovf, 1);
+		__sync_fetch_and_add(&conn->wovf, 1);
+		return;
+	}
+	/* the bucket first: a release in between then releases less */
+	__sync_fetch_and_add(&wp->b[b], 1);
+	conn->wb[slot] = b;
+	__sync_fetch_and_add(&conn->wbc[slot], 1);
+}
+
+/*
+ * Unanswered writes that may touch the key of @hash (0: none), as counted
+ * by xps_note_write_key() and xps_note_write_all().
+ */
+static __always_inline __u64 xps_writes_pending(__u64 hash)
+{
+	struct xps_wpend *wp;
+	__u32 zero = 0;
+
+	wp = bpf_map_lookup_elem(&xps_wpend, &zero);
+	if (!wp)
+		return 1;
+	return *(volatile __u64 *)&wp->ovf +
+	       *(volatile __u64 *)&wp->b[hash & (XPS_WPEND_BUCKETS - 1)];
+}
+
 /*
  * Ask for a copy of the service's reply to the request just counted
  * (xps_request()), for the user-space process that reads the slot's

@@ -444,6 +444,27 @@ int xps_native_udp(struct __sk_buff *skb)
 	return native_run(skb, IPPROTO_UDP, &xps_progs_udp);
 }
 
+/* The connection's writes by key are answered too (xps_note_write_key()). */
+static __always_inline void release_key_writes(struct xps_conn *conn)
+{
+	struct xps_wpend *wp;
+	__u32 zero = 0, i, n;
+	__u16 b;
+
+	wp = bpf_map_lookup_elem(&xps_wpend, &zero);
+	if (!wp)
+		return;
+	for (i = 0; i < XPS_CONN_WB; i++) {
+		b = conn->wb[i];	/* before the count: see the note side */
+		n = __sync_lock_test_and_set(&conn->wbc[i], 0);
+		if (n)
+			__sync_fetch_and_sub(&wp->b[b & (XPS_WPEND_BUCKETS - 1)], n);
+	}
+	n = __sync_lock_test_and_set(&conn->wovf, 0);
+	if (n)
+		__sync_fetch_and_sub(&wp->ovf, n);
+}
+
 /* ---- TCP, both backends: connection records -------------------------- */
 
 SEC("sockops")
@@ -469,6 +490,8 @@ int xps_sockops(struct bpf_sock_ops *skops)
 			if (c && cfg && c->unacked)
 				__sync_fetch_and_sub(&cfg->unacked_writes,
 						     c->unacked);
+			if (c)
+				release_key_writes(c);
 			bpf_map_delete_elem(&xps_conns, &cookie);
 			bpf_map_delete_elem(&xps_stash, &cookie);
 		}
@@ -658,6 +681,7 @@ static __always_inline void release_writes(struct xps_config *cfg,
 	n = __sync_lock_test_and_set(&conn->unacked, 0);
 	if (n)
 		__sync_fetch_and_sub(&cfg->unacked_writes, n);
+	release_key_writes(conn);
 }
 
 /*

@@ -35,6 +35,7 @@ static const char *const fw_maps[] = {
 	"xps_stash", "xps_stash_zero", "xps_config", "xps_preds", "xps_masks", "xps_slots", "xps_ctxinfo",
 	"xps_comp", "xps_progs_tcp", "xps_progs_udp", "xps_stats", "xps_run",
 	"xps_sockhash", "xps_conns", "xps_tcifs", "xps_caps",
+	"xps_wpend",
 };
 
 #define LINK_SOCKOPS	PIN("link_sockops")

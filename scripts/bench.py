@@ -370,7 +370,7 @@ def redis_preload(srv, size, n):
 
 def redis_service_warm(srv, size):
     """Start the Redis service as "bench" and warm its cache: the filler
-    fetches what the handler missed."""
+    learns what the handler missed from the GETs' replies."""
     xpsctl("service", "redis", "--port", srv.port, "--name", "bench")
     for _ in range(20):
         redis_benchmark(srv.host, srv.port, 10, 1, 3000, size, keyspace=1000)

@@ -90,6 +90,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xps_stash_zero SEC(".maps");
 
+/* Unanswered writes by key (struct xps_wpend), index 0. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xps_wpend);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_wpend SEC(".maps");
+
 /*
  * Reply capture (struct xps_cap_hdr): one ring per slot, made and put
  * here by the user-space process that reads it (libxps's kv-cache); a

@@ -183,6 +183,8 @@ struct xps_reply {
 	__u8 pad[6];
 };
 
+#define XPS_CONN_WB	4	/* write buckets a connection keeps apart */
+
 /* Per-connection state, keyed by socket cookie (both backends). */
 struct xps_conn {
 	__u32 slot;		/* slot the predicate table gave at @gen */
@@ -215,7 +217,29 @@ struct xps_conn {
 	 * @answered equals it), 0 when none was asked for.
 	 */
 	__u32 cap_reply;
-	__u32 cap_pad;
+	/*
+	 * Its writes not yet answered, by key (struct xps_wpend): the
+	 * buckets it counted them in, how many in each (0: a free entry),
+	 * and how many it counted as writes of every key.
+	 */
+	__u32 wovf;
+	__u16 wb[XPS_CONN_WB];
+	__u32 wbc[XPS_CONN_WB];
+	__u32 wpad;
+};
+
+/*
+ * Unanswered writes by key (xps_note_write_key() in bpf/xps.bpf.h), for
+ * the handlers that learn values from the server's replies: a GET of a
+ * key may be learned while no write of its bucket, and no write of every
+ * key (ovf), is unanswered, where xps_config.unacked_writes would wait
+ * for every write anywhere (docs/coherence.md).
+ */
+#define XPS_WPEND_BUCKETS	4096	/* a power of two */
+
+struct xps_wpend {
+	__u64 ovf;			/* writes of every key, unanswered */
+	__u64 b[XPS_WPEND_BUCKETS];	/* by key hash % XPS_WPEND_BUCKETS */
 };
 
 /*
@@ -353,7 +377,7 @@ _Static_assert(sizeof(struct xps_handler_stats) == 64, "xps_handler_stats layout
 _Static_assert(sizeof(struct xps_ctx_info) == 264, "xps_ctx_info layout");
 _Static_assert(sizeof(struct xps_run) == 64, "xps_run layout");
 _Static_assert(sizeof(struct xps_reply) == 32, "xps_reply layout");
-_Static_assert(sizeof(struct xps_conn) == 104, "xps_conn layout");
+_Static_assert(sizeof(struct xps_conn) == 136, "xps_conn layout");
 _Static_assert(sizeof(struct xps_config) == 32, "xps_config layout");
 
 #endif /* __XPS_ABI_H */

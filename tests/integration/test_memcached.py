@@ -291,23 +291,30 @@ def test_memcslap():
     # memcslap sets N keys, then each of its threads GETs every one of them
     # and fails on any error. With XPS in front it must still succeed, some
     # GETs must come from the kernel, and memcached must see no miss (an
-    # exact count of who answered what is test_get_tcp_udp_counters'; here
-    # the filler's own fetches, most of them for keys memcslap sets with an
-    # expiry and XPS never caches, are counted by memcached too).
+    # exact count of who answered what is test_get_tcp_udp_counters' and
+    # test_stats_count_only_what_clients_asked's).
     m = Memcached()
     n, threads = 2000, 4
     try:
         start(m)
         tx0 = stats("mc")["tx"]
-        p = subprocess.run(["memcslap", "-s", "127.0.0.1:%d" % m.port, "-t", "get",
-                            "-e", str(n), "-c", str(threads)],
-                           capture_output=True, text=True, timeout=120)
-        eq(p.returncode, 0, "memcslap exit status (%s)" % p.stderr[-300:])
-        time.sleep(0.2)
-        s = stats("mc")
-        print("    memcslap: %d GETs, %d answered by the kernel" % (n * threads, s["tx"] - tx0))
+        # a run lasts some 100 ms and reads each key from 4 threads at
+        # about the same moment: the kernel answers only the GETs that
+        # come after the value was learned from an earlier one's reply,
+        # a few hundred usually, now and then none; up to three runs
+        for run in range(3):
+            p = subprocess.run(["memcslap", "-s", "127.0.0.1:%d" % m.port, "-t", "get",
+                                "-e", str(n), "-c", str(threads)],
+                               capture_output=True, text=True, timeout=120)
+            eq(p.returncode, 0, "memcslap exit status (%s)" % p.stderr[-300:])
+            time.sleep(0.2)
+            s = stats("mc")
+            if s["tx"] > tx0:
+                break
+        print("    memcslap: %d runs of %d GETs, %d answered by the kernel"
+              % (run + 1, n * threads, s["tx"] - tx0))
         if s["tx"] == tx0:
-            raise AssertionError("no memcslap GET was answered by the kernel")
+            raise AssertionError("no memcslap GET was answered by the kernel in 3 runs")
         eq(m.stat("get_misses"), 0, "memcached misses")
         eq(s["errors"], 0, "handler errors")
     finally:

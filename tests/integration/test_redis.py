@@ -200,6 +200,76 @@ def test_stats_count_only_what_clients_asked():
 
 
 @test
+def test_learned_while_other_keys_are_written():
+    """Unanswered writes are counted by key: a GET of a key nobody writes
+    is learned and answered by the kernel while a BLPOP of another key
+    waits (a write unanswered for seconds) and other keys are written
+    without pause.  Waiting for no write anywhere to be unanswered, it was
+    not learned until the BLPOP ended."""
+    r = Redis()
+    stop = threading.Event()
+    errors = []
+
+    def writer(n):
+        try:
+            w = Client()
+            i = 0
+            while not stop.is_set():
+                out = w.pipeline([("SET", "hot:%d:%d" % (n, j % 50), "v%d" % i)
+                                  for j in range(16)])
+                if any(o != b"+OK\r\n" for o in out):
+                    errors.append(out)
+                    return
+                i += 1
+            w.close()
+        except Exception as e:      # reported below
+            errors.append(e)
+
+    try:
+        start_service(r)
+        r.cli("SET", "cold", "steady")
+        ws = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+        for t in ws:
+            t.start()
+        blocked = Client()
+        blocked.c.sendall(resp("BLPOP", "queue", "8"))
+        time.sleep(0.3)
+        c = Client()
+        tx0 = stats("redis")["tx"]
+        t0 = time.time()
+        while stats("redis")["tx"] == tx0:
+            if time.time() - t0 > 4:
+                raise AssertionError("cold not answered by the kernel while BLPOP queue waits")
+            eq(c.call("GET", "cold"), b"$6\r\nsteady\r\n", "GET cold")
+        learned = time.time() - t0
+        n, tx1 = 200, stats("redis")["tx"]
+        for _ in range(n):
+            eq(c.call("GET", "cold"), b"$6\r\nsteady\r\n", "GET cold")
+        served = stats("redis")["tx"] - tx1
+        print("    BLPOP waiting, other keys written: cold learned in %.2f s, then %d of %d GETs from the kernel"
+              % (learned, served, n))
+        if served < n * 0.9:
+            raise AssertionError("only %d of %d GETs of cold from the kernel" % (served, n))
+        r.cli("LPUSH", "queue", "item")
+        r2, _ = read_reply(blocked.c, blocked.buf)
+        eq(r2, b"*2\r\n$5\r\nqueue\r\n$4\r\nitem\r\n", "the BLPOP's reply")
+        blocked.close()
+        # and a write of cold itself is never missed: the next GET sees it
+        eq(c.call("SET", "cold", "moved"), b"+OK\r\n", "SET cold")
+        eq(c.call("GET", "cold"), b"$5\r\nmoved\r\n", "GET cold after its write")
+        stop.set()
+        for t in ws:
+            t.join(10)
+        if errors:
+            raise AssertionError("writer: %r" % errors[0])
+        c.close()
+    finally:
+        stop.set()
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
 def test_value_lengths_byte_exact():
     """Values of every length class around the handler's 8-byte copy steps
     and its 1 KiB limit come back from the kernel byte for byte."""

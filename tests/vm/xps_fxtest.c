@@ -162,8 +162,10 @@ static int run(__u8 proto, __u16 port, const void *in, __u32 n,
  */
 static void answer_writes(struct xps_conn *conn)
 {
+	static struct xps_wpend wp;
 	struct xps_config cfg;
-	__u32 zero = 0;
+	__u32 zero = 0, i;
+	int fd;
 
 	if (!conn->unacked)
 		return;
@@ -172,6 +174,18 @@ static void answer_writes(struct xps_conn *conn)
 		bpf_map_update_elem(fx.config, &zero, &cfg, BPF_ANY);
 	}
 	conn->unacked = 0;
+	/* and by key (xps_note_write_key()) */
+	fd = bpf_obj_get(XPS_PIN_ROOT "/xps_wpend");
+	if (fd >= 0 && !bpf_map_lookup_elem(fd, &zero, &wp)) {
+		for (i = 0; i < XPS_CONN_WB; i++)
+			wp.b[conn->wb[i] & (XPS_WPEND_BUCKETS - 1)] -= conn->wbc[i];
+		wp.ovf -= conn->wovf;
+		bpf_map_update_elem(fd, &zero, &wp, BPF_ANY);
+	}
+	if (fd >= 0)
+		close(fd);
+	memset(conn->wbc, 0, sizeof(conn->wbc));
+	conn->wovf = 0;
 }
 
 static int pinned(const char *ctx, const char *map)
