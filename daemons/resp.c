@@ -96,24 +96,36 @@ int read_bytes(struct conn *c, void *dst, size_t n)
  * whose boundaries the handler cannot see, and it then invalidates the
  * whole cache (what it must do when in doubt).
  */
-int send_cmd(struct conn *c, int argc, const char **argv, const size_t *lens)
+int resp_encode(char *out, size_t cap, int argc, const char **argv,
+		const size_t *lens)
 {
-	char out[1024];
-	size_t n = 0, l;
+	size_t n, l;
 	int i, k;
 
-	k = snprintf(out, sizeof(out), "*%d\r\n", argc);
+	k = snprintf(out, cap, "*%d\r\n", argc);
+	if (k < 0 || (size_t)k >= cap)
+		return -1;
 	n = k;
 	for (i = 0; i < argc; i++) {
 		l = lens ? lens[i] : strlen(argv[i]);
-		if (n + l + 32 > sizeof(out))
+		if (n + l + 32 > cap)
 			return -1;
-		n += snprintf(out + n, sizeof(out) - n, "$%zu\r\n", l);
+		n += snprintf(out + n, cap - n, "$%zu\r\n", l);
 		memcpy(out + n, argv[i], l);
 		n += l;
 		out[n++] = '\r';
 		out[n++] = '\n';
 	}
+	return (int)n;
+}
+
+int send_cmd(struct conn *c, int argc, const char **argv, const size_t *lens)
+{
+	char out[1024];
+	int n = resp_encode(out, sizeof(out), argc, argv, lens);
+
+	if (n < 0)
+		return -1;
 	return write(c->fd, out, n) == (ssize_t)n ? 0 : -1;
 }
 

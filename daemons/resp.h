@@ -30,6 +30,12 @@ int read_bytes(struct conn *c, void *dst, size_t n);
  */
 int send_cmd(struct conn *c, int argc, const char **argv, const size_t *lens);
 /*
+ * The same command's bytes into @out (@cap bytes): their number, or -1
+ * when it does not fit.  For pipelines sent in one write.
+ */
+int resp_encode(char *out, size_t cap, int argc, const char **argv,
+		const size_t *lens);
+/*
  * A reply: type in *type ('+', '-', ':', '$', '*'), integer in *num, a bulk
  * of up to @cap bytes in @data (*num = its length, -1 for nil, -3 when it
  * was longer than @cap and skipped); arrays are read with read_reply per

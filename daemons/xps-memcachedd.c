@@ -420,6 +420,20 @@ static __s64 realtime_minus_mono(void)
 	return (r.tv_sec - m.tv_sec) * 1000000000LL + (r.tv_nsec - m.tv_nsec);
 }
 
+/*
+ * The connection to memcached failed: log it, reconnect (filler_reconnect(),
+ * with backoff) and forget the last state logged.  -1: give up.
+ */
+static int lost(struct filler *f, struct mc *c, const char *host,
+		const char *port, const char *why, char *last, size_t lastsz)
+{
+	logmsg("%s: reconnecting", why);
+	if (connect_mc(f, c, host, port, why))
+		return -1;
+	snprintf(last, lastsz, "-");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -488,11 +502,10 @@ int main(int argc, char **argv)
 			why[0] = '\0';
 			/* a restarted memcached has lost what the cache holds */
 			if (mc_ping(&c)) {
-				logmsg("memcached does not answer: reconnecting");
-				if (connect_mc(&f, &c, host, port,
-					       "memcached does not answer"))
+				if (lost(&f, &c, host, port,
+					 "memcached does not answer", last,
+					 sizeof(last)))
 					goto out;
-				snprintf(last, sizeof(last), "-");
 				continue;
 			}
 			/* for flush_all with a unix time (see struct mc_state) */
@@ -522,24 +535,21 @@ int main(int argc, char **argv)
 			}
 		}
 		if (pend_head != pend_tail && !why[0] && learn_due(&f, &c)) {
-			logmsg("lost the connection to memcached: reconnecting");
-			if (connect_mc(&f, &c, host, port,
-				       "lost the connection to memcached"))
+			if (lost(&f, &c, host, port,
+				 "lost the connection to memcached", last,
+				 sizeof(last)))
 				goto out;
-			snprintf(last, sizeof(last), "-");
 			continue;
 		}
 		if (!xps_kvcache__learn_next(f.kc, &l)) {
 			filler_busy(&f);
 			if (why[0] || l.key.len > MC_KEY_MAX)
 				continue;
-			if (learn_one(&f, &c, &l)) {
-				logmsg("lost the connection to memcached: reconnecting");
-				if (connect_mc(&f, &c, host, port,
-					       "lost the connection to memcached"))
-					goto out;
-				snprintf(last, sizeof(last), "-");
-			}
+			if (learn_one(&f, &c, &l) &&
+			    lost(&f, &c, host, port,
+				 "lost the connection to memcached", last,
+				 sizeof(last)))
+				goto out;
 			continue;
 		}
 		/* the handler queues misses over UDP only: fetch those */
@@ -552,11 +562,10 @@ int main(int argc, char **argv)
 			continue;
 		r = fill_one(&f, &c, &k);
 		if (r < 0) {
-			logmsg("lost the connection to memcached: reconnecting");
-			if (connect_mc(&f, &c, host, port,
-				       "lost the connection to memcached"))
+			if (lost(&f, &c, host, port,
+				 "lost the connection to memcached", last,
+				 sizeof(last)))
 				goto out;
-			snprintf(last, sizeof(last), "-");
 			continue;
 		}
 		if (r > 0) {

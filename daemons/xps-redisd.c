@@ -185,42 +185,68 @@ static int reply_bulk(const struct xps_kv_learned *l, void *dst, size_t cap)
 }
 
 /*
- * A GET's reply the handler asked for (docs/coherence.md, "Learning from
- * the server's replies"): the value is the reply's; PTTL says whether the
- * key expires, which the reply does not.  0 when done (learned, or not
- * cacheable), -1 when the connection to Redis failed.
+ * GETs' replies the handler asked for (docs/coherence.md, "Learning from
+ * the server's replies"), up to LEARN_BATCH at a time: each value is its
+ * reply's; PTTL says whether the key expires, which a reply does not.
+ * The PTTLs go out in one write of at most one segment's bytes (a command
+ * split over segments makes the handler invalidate everything) and their
+ * replies are read in order.  The number of replies taken (0: none now),
+ * or -1 when the connection to Redis failed.
  */
-static int learn_one(struct ctx *x, const struct xps_kv_learned *l)
-{
-	const char *argv[2] = { "PTTL", (const char *)l->key.b };
-	size_t lens[2] = { 4, l->key.len };
-	struct xps_kv_value val = {};
-	char line[256], t;
-	long long ttl;
-	int n;
+#define LEARN_BATCH	8	/* 8 PTTLs of 128-byte keys: 1,200 bytes */
 
-	/* only strings of up to 1 KiB: GET on other types is Redis's */
-	n = reply_bulk(l, val.v, sizeof(val.v));
-	if (n < 0)
-		goto skip;
-	if (send_cmd(&x->redis, 2, argv, lens) ||
-	    read_reply(&x->redis, &t, &ttl, NULL, 0, line, sizeof(line)))
+static int learn_batch(struct ctx *x)
+{
+	static struct xps_kv_learned l[LEARN_BATCH];
+	static struct xps_kv_value val[LEARN_BATCH];
+	char out[LEARN_BATCH * (REDIS_KEY_MAX + 32)], line[256], t;
+	const char *argv[2] = { "PTTL", NULL };
+	size_t lens[2] = { 4, 0 }, used = 0;
+	int n = 0, taken = 0, i, k;
+	long long ttl;
+
+	while (n < LEARN_BATCH && !xps_kvcache__learn_next(x->f.kc, &l[n])) {
+		taken++;
+		if (x->why[0] || l[n].key.len > REDIS_KEY_MAX)
+			continue;
+		memset(&val[n], 0, sizeof(val[n]));
+		/* only strings of up to 1 KiB: GET on other types is Redis's */
+		k = reply_bulk(&l[n], val[n].v, sizeof(val[n].v));
+		if (k < 0) {
+			xps_kvcache__fill_skip(x->f.kc, &l[n].key);
+			x->f.skipped++;
+			continue;
+		}
+		val[n].len = k;
+		argv[1] = (const char *)l[n].key.b;
+		lens[1] = l[n].key.len;
+		k = resp_encode(out + used, sizeof(out) - used, 2, argv, lens);
+		if (k < 0)
+			return -1;	/* cannot happen: sized for it */
+		used += k;
+		n++;
+	}
+	if (!n)
+		return taken;
+	if (write(x->redis.fd, out, used) != (ssize_t)used)
 		return -1;
-	/* an expiring key would be served past its death */
-	if (t != ':' || ttl != -1)
-		goto skip;
-	val.len = n;
-	if (xps_kvcache__learn_commit(x->f.kc, l, &val))
-		return -1;
-	x->f.fills++;
-	if (verbose > 1)
-		logmsg("learned %.*s (%u bytes)", (int)l->key.len, l->key.b,
-		       val.len);
-	return 0;
-skip:
-	xps_kvcache__fill_skip(x->f.kc, &l->key);
-	x->f.skipped++;
-	return 0;
+	for (i = 0; i < n; i++) {
+		if (read_reply(&x->redis, &t, &ttl, NULL, 0, line, sizeof(line)))
+			return -1;
+		/* an expiring key would be served past its death */
+		if (t != ':' || ttl != -1) {
+			xps_kvcache__fill_skip(x->f.kc, &l[i].key);
+			x->f.skipped++;
+			continue;
+		}
+		if (xps_kvcache__learn_commit(x->f.kc, &l[i], &val[i]))
+			return -1;
+		x->f.fills++;
+		if (verbose > 1)
+			logmsg("learned %.*s (%u bytes)", (int)l[i].key.len,
+			       l[i].key.b, val[i].len);
+	}
+	return taken;
 }
 
 static void usage(FILE *f)
@@ -243,10 +269,9 @@ int main(int argc, char **argv)
 	};
 	char host[256] = "127.0.0.1", port[16] = "", last_why[400] = "-";
 	const char *name = NULL;
-	static struct xps_kv_learned l;
 	struct ctx x = {};
 	struct timespec last_check = { 0, 0 }, now;
-	int o, ret = 1;
+	int o, r, ret = 1;
 
 	while ((o = getopt_long(argc, argv, "c:r:vh", opts, NULL)) != -1) {
 		switch (o) {
@@ -314,14 +339,13 @@ int main(int argc, char **argv)
 				       (unsigned long long)x.f.fills,
 				       (unsigned long long)x.f.skipped);
 		}
-		if (xps_kvcache__learn_next(x.f.kc, &l)) {
+		r = learn_batch(&x);
+		if (!r) {
 			filler_idle(&x.f);
 			continue;
 		}
 		filler_busy(&x.f);
-		if (x.why[0] || l.key.len > REDIS_KEY_MAX)
-			continue;
-		if (learn_one(&x, &l)) {
+		if (r < 0) {
 			logmsg("lost the connection to Redis: reconnecting");
 			if (connect_redis(&x, host, port,
 					  "lost the connection to Redis"))
