@@ -237,20 +237,16 @@ static int reply_value(const struct xps_kv_learned *l, struct xps_kv_value *val,
 }
 
 /*
- * `me <key>` (meta debug, which memcached counts in no statistic): 1 when
- * the item is there with exp=-1 and its CAS in *@cas, 0 when it is not
- * (gone, or it expires), -1 when the connection failed.
+ * The answer to `me <key>` (meta debug, which memcached counts in no
+ * statistic): 1 when the item is there with exp=-1, its CAS in *@cas; 0
+ * when it is not (gone, or it expires).
  */
-static int me_no_exp(struct mc *c, const struct xps_kv_key *k,
-		     unsigned long long *cas)
+static int me_answer(char *line, unsigned long long *cas)
 {
 	long long exp = 0;
-	char line[512], *p, *save = NULL;
+	char *p, *save = NULL;
 	int seen = 0;
 
-	if (dprintf(c->fd, "me %.*s\r\n", (int)k->len, k->b) < 0 ||
-	    read_line(c, line, sizeof(line)))
-		return -1;
 	if (strncmp(line, "ME ", 3))
 		return 0;	/* EN: gone */
 	for (p = strtok_r(line + 3, " ", &save); p;
@@ -266,6 +262,40 @@ static int me_no_exp(struct mc *c, const struct xps_kv_key *k,
 	return seen == 3 && exp == -1;
 }
 
+/*
+ * `me` of @n keys in one write, their answers read in order (me_answer()
+ * into @ok and @cas).  The callers keep the commands within ME_BYTES, one
+ * segment: a command split over segments makes the handler invalidate
+ * everything.  0, or -1 when the connection failed.
+ */
+#define ME_BATCH	8
+#define ME_BYTES	1400
+#define ME_CMD(k)	(5 + (size_t)(k)->len)	/* "me <key>\r\n" */
+
+static int me_batch(struct mc *c, const struct xps_kv_key **k, int n,
+		    int *ok, unsigned long long *cas)
+{
+	char out[ME_BYTES + MC_KEY_MAX + 8], line[512];
+	size_t used = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (used + ME_CMD(k[i]) > sizeof(out))
+			return -1;	/* the callers keep within ME_BYTES */
+		used += snprintf(out + used, sizeof(out) - used, "me %.*s\r\n",
+				 (int)k[i]->len, k[i]->b);
+	}
+	if (write(c->fd, out, used) != (ssize_t)used)
+		return -1;
+	for (i = 0; i < n; i++) {
+		cas[i] = 0;
+		if (read_line(c, line, sizeof(line)))
+			return -1;
+		ok[i] = me_answer(line, &cas[i]);
+	}
+	return 0;
+}
+
 static __u64 mono_ns(void)
 {
 	struct timespec ts;
@@ -275,7 +305,7 @@ static __u64 mono_ns(void)
 }
 
 /*
- * Values learned, waiting for their second look (learn_one()), oldest
+ * Values learned, waiting for their second look (learn_batch()), oldest
  * first.
  */
 #define VERIFY_NS	1100000000ull
@@ -291,77 +321,99 @@ static struct pending pend[PENDING];
 static unsigned int pend_head, pend_tail;
 
 /*
- * A get's reply the handler asked for (docs/coherence.md, "Learning from
- * the server's replies"): the value and flags are the reply's; `me` says
- * whether the item expires and its CAS.  memcached 1.6.18 prints an
- * expiring item's exp as minus the seconds it has left, so exp=-1 also
- * means "expires within a second".  When the key's version says its last
- * write was a set that never expires (bit 0, bpf/kvcache.bpf.h), exp=-1
- * is that; otherwise the value is committed only after a second `me`,
- * more than a second later, still says exp=-1 with the same CAS (an
- * expiring item is gone by then; a write meanwhile changed the key's
- * version, which the stamps taken at the get catch).  0 when done, -1
- * when the connection to memcached failed.
+ * Gets' replies the handler asked for (docs/coherence.md, "Learning from
+ * the server's replies"), a few at a time: the value and flags are the
+ * reply's; `me` says whether the item expires and its CAS.  memcached
+ * 1.6.18 prints an expiring item's exp as minus the seconds it has left,
+ * so exp=-1 also means "expires within a second".  When the key's version
+ * says its last write was a set that never expires (bit 0,
+ * bpf/kvcache.bpf.h), exp=-1 is that; otherwise the value is committed
+ * only after a second `me`, more than a second later, still says exp=-1
+ * with the same CAS (learn_due(): an expiring item is gone by then; a
+ * write meanwhile changed the key's version, which the stamps taken at
+ * the get catch).  The replies taken (0: none now), or -1 when the
+ * connection to memcached failed.
  */
-static int learn_one(struct filler *f, struct mc *c,
-		     const struct xps_kv_learned *l)
+static int learn_batch(struct filler *f, struct mc *c, const char *why)
 {
-	unsigned long long cas, mcas = 0;
+	static struct xps_kv_learned l[ME_BATCH];
+	static struct xps_kv_value val[ME_BATCH];
+	unsigned long long cas[ME_BATCH], mcas[ME_BATCH];
+	const struct xps_kv_key *k[ME_BATCH];
+	int ok[ME_BATCH], n = 0, taken = 0, i;
 	struct pending *p;
-	int r;
+	size_t bytes = 0;
 
-	p = &pend[pend_tail % PENDING];
-	if (pend_tail - pend_head == PENDING)
-		return 0;	/* a hint lost: the next miss asks again */
-	memset(&p->val, 0, sizeof(p->val));
-	if (reply_value(l, &p->val, &cas))
-		goto skip;
-	r = me_no_exp(c, &l->key, &mcas);
-	if (r < 0)
-		return -1;
-	if (!r || (cas && cas != mcas))
-		goto skip;
-	p->val.cas = mcas;
-	if (l->version & 1) {
-		if (xps_kvcache__learn_commit(f->kc, l, &p->val))
-			return -1;
-		f->fills++;
-		return 0;
-	}
-	p->l = *l;
-	p->at = mono_ns();
-	pend_tail++;
-	return 0;
-skip:
-	not_cacheable(f, &l->key);
-	return 0;
-}
-
-/* The second look at values learned over a second ago. */
-static int learn_due(struct filler *f, struct mc *c)
-{
-	unsigned long long mcas = 0;
-	__u64 now = mono_ns();
-	struct pending *p;
-	int r;
-
-	while (pend_head != pend_tail) {
-		p = &pend[pend_head % PENDING];
-		if (now - p->at < VERIFY_NS)
-			break;
-		pend_head++;
-		r = me_no_exp(c, &p->l.key, &mcas);
-		if (r < 0)
-			return -1;
-		if (!r || mcas != p->val.cas) {
-			not_cacheable(f, &p->l.key);
+	while (n < ME_BATCH && bytes + 5 + MC_KEY_MAX <= ME_BYTES &&
+	       !xps_kvcache__learn_next(f->kc, &l[n])) {
+		taken++;
+		if (why[0] || l[n].key.len > MC_KEY_MAX)
+			continue;
+		memset(&val[n], 0, sizeof(val[n]));
+		if (reply_value(&l[n], &val[n], &cas[n])) {
+			not_cacheable(f, &l[n].key);
 			continue;
 		}
-		if (xps_kvcache__learn_commit(f->kc, &p->l, &p->val))
-			return -1;
-		f->fills++;
+		k[n] = &l[n].key;
+		bytes += ME_CMD(k[n]);
+		n++;
 	}
-	return 0;
+	if (n && me_batch(c, k, n, ok, mcas))
+		return -1;
+	for (i = 0; i < n; i++) {
+		/* it expires, or it is not the item the reply showed */
+		if (!ok[i] || (cas[i] && cas[i] != mcas[i])) {
+			not_cacheable(f, &l[i].key);
+			continue;
+		}
+		val[i].cas = mcas[i];
+		if (l[i].version & 1) {
+			if (xps_kvcache__learn_commit(f->kc, &l[i], &val[i]))
+				return -1;
+			f->fills++;
+			continue;
+		}
+		if (pend_tail - pend_head == PENDING)
+			continue;	/* a hint lost: the next miss asks again */
+		p = &pend[pend_tail++ % PENDING];
+		p->l = l[i];
+		p->val = val[i];
+		p->at = mono_ns();
+	}
+	return taken;
+}
+
+/* The second look at values learned over a second ago, a few at a time. */
+static int learn_due(struct filler *f, struct mc *c)
+{
+	unsigned long long mcas[ME_BATCH];
+	const struct xps_kv_key *k[ME_BATCH];
+	int ok[ME_BATCH], n = 0, i;
+	__u64 now = mono_ns();
+	struct pending *p;
+	size_t bytes = 0;
+
+	while (n < ME_BATCH && pend_head + n != pend_tail) {
+		p = &pend[(pend_head + n) % PENDING];
+		if (now - p->at < VERIFY_NS || bytes + ME_CMD(&p->l.key) > ME_BYTES)
+			break;
+		k[n] = &p->l.key;
+		bytes += ME_CMD(k[n]);
+		n++;
+	}
+	if (n && me_batch(c, k, n, ok, mcas))
+		return -1;
+	for (i = 0; i < n; i++) {
+		p = &pend[(pend_head + i) % PENDING];
+		if (!ok[i] || mcas[i] != p->val.cas)
+			not_cacheable(f, &p->l.key);
+		else if (xps_kvcache__learn_commit(f->kc, &p->l, &p->val))
+			return -1;
+		else
+			f->fills++;
+	}
+	pend_head += n;
+	return n;
 }
 
 /* Is memcached still there, on the same connection?  0 or -1. */
@@ -448,7 +500,6 @@ int main(int argc, char **argv)
 	struct filler f;
 	struct mc_state *st;
 	struct xps_kv_key k;
-	static struct xps_kv_learned l;
 	struct mc c;
 	__u64 last_check = 0, last_udp_write;
 	int o, r, ret = 1;
@@ -534,22 +585,18 @@ int main(int argc, char **argv)
 				snprintf(last, sizeof(last), "%s", why);
 			}
 		}
-		if (pend_head != pend_tail && !why[0] && learn_due(&f, &c)) {
+		r = why[0] ? 0 : learn_due(&f, &c);
+		if (r >= 0)
+			r = learn_batch(&f, &c, why) ?: r;
+		if (r < 0) {
 			if (lost(&f, &c, host, port,
 				 "lost the connection to memcached", last,
 				 sizeof(last)))
 				goto out;
 			continue;
 		}
-		if (!xps_kvcache__learn_next(f.kc, &l)) {
+		if (r) {
 			filler_busy(&f);
-			if (why[0] || l.key.len > MC_KEY_MAX)
-				continue;
-			if (learn_one(&f, &c, &l) &&
-			    lost(&f, &c, host, port,
-				 "lost the connection to memcached", last,
-				 sizeof(last)))
-				goto out;
 			continue;
 		}
 		/* the handler queues misses over UDP only: fetch those */
