@@ -113,8 +113,11 @@ def test_pass_drop_tx_tcp():
         eq(echo_round(c, b"T2\n"), b"T2\n", "TX after PASS and DROP")
         c.sendall(b"Ptwo\n")
         eq(recv_exact(c, 7), b"S:Ptwo\n", "PASS after DROP")
+        # one segment per line: a segment that starts with D is dropped
+        # whole, and under load the socket corks small writes together
         for i in range(20):
             c.sendall(b"D%d\n" % i)
+            wait_for(lambda: stats(name)["drop"] >= i + 2, what="DROP %d" % i)
         eq(echo_round(c, b"T3\n"), b"T3\n", "stream goes on after 20 DROPs")
         c.close()
         wait_for(lambda: srv.bytes == 10, what="listener bytes")
