@@ -64,7 +64,7 @@ echo "  Redis answered $(( $(gets) - g0 )) GETs"
 
 step "xpsctl service redis --port $PORT --name demo"
 $X service redis --port "$PORT" --name demo
-echo "  warming the cache (the filler fetches what the kernel missed)..."
+echo "  warming the cache (the filler learns values from Redis's replies to the GETs the kernel missed)..."
 bench 5000 >/dev/null
 bench 5000 >/dev/null
 $X service list
