@@ -49,12 +49,10 @@ struct xps_kvcache {
 	__u32 slot;
 	int caps_fd, ring_fd;
 	__u32 ring_id;
-	__u64 opened_ns;
 	struct ring_buffer *rb;
 	struct kv_arm arms[ARM_SLOTS];
 	struct xps_kv_learned learned[LEARN_QUEUE];
 	unsigned int lq_head, lq_tail;
-	__u64 lq_dropped;
 };
 
 /* Take our ring out of the framework's slot, unless another took it. */
@@ -273,6 +271,19 @@ static bool skipped_lately(struct xps_kvcache *kc,
 	       now_ns() - kc->skip_at[h % SKIP_SLOTS] < kc->skip_ns;
 }
 
+/*
+ * A key as the handler wrote it: its bytes past len may be stale (a len
+ * over XPS_KV_KEY_MAX becomes 0).  Zero them, as xps_kv_key_set() leaves
+ * a key.
+ */
+static void key_tidy(struct xps_kv_key *key)
+{
+	if (key->len > XPS_KV_KEY_MAX)
+		key->len = 0;
+	memset(key->b + key->len, 0, XPS_KV_KEY_MAX - key->len);
+	key->pad = 0;
+}
+
 /* ---- the miss queue -------------------------------------------------- */
 
 int xps_kvcache__miss_pop(struct xps_kvcache *kc, struct xps_kv_key *key)
@@ -282,11 +293,7 @@ int xps_kvcache__miss_pop(struct xps_kvcache *kc, struct xps_kv_key *key)
 	for (;;) {
 		if (bpf_map_lookup_and_delete_elem(kc->misses_fd, NULL, key))
 			return libxps_err(-errno);
-		/* the handler copies the key's bytes; the rest may be stale */
-		if (key->len > XPS_KV_KEY_MAX)
-			key->len = 0;
-		memset(key->b + key->len, 0, XPS_KV_KEY_MAX - key->len);
-		key->pad = 0;
+		key_tidy(key);
 		if (!skipped_lately(kc, key))
 			return 0;
 	}
@@ -341,14 +348,11 @@ static int on_capture(void *ctx, void *data, size_t size)
 	    a->cookie != h->cookie || a->reply != h->reply)
 		return 0;
 	a->cookie = 0;		/* one reply per arm */
-	if (kc->lq_tail - kc->lq_head == LEARN_QUEUE) {
-		kc->lq_dropped++;
-		return 0;
-	}
+	if (kc->lq_tail - kc->lq_head == LEARN_QUEUE)
+		return 0;	/* a hint lost: the next miss asks again */
 	l = &kc->learned[kc->lq_tail++ % LEARN_QUEUE];
 	l->key = a->tag.key;
-	memset(l->key.b + l->key.len, 0, XPS_KV_KEY_MAX - l->key.len);
-	l->key.pad = 0;
+	key_tidy(&l->key);
 	l->version = a->tag.version;
 	l->cgen = a->tag.cgen;
 	l->len = h->len;
