@@ -416,6 +416,32 @@ static int learn_due(struct filler *f, struct mc *c)
 	return n;
 }
 
+/*
+ * The handler queues misses over UDP only, whose replies XPS does not
+ * see: fetch one (fill_one()), keeping the filler's idle state.  -1 when
+ * the connection to memcached failed, else 0.
+ */
+static int fetch_miss(struct filler *f, struct mc *c, const char *why)
+{
+	struct xps_kv_key k;
+	int r;
+
+	if (xps_kvcache__miss_pop(f->kc, &k)) {
+		filler_idle(f);
+		return 0;
+	}
+	filler_busy(f);
+	if (why[0] || k.len < 1 || k.len > MC_KEY_MAX)
+		return 0;
+	r = fill_one(f, c, &k);
+	if (r > 0) {
+		/* a write is unanswered: try again shortly */
+		xps_kvcache__miss_retry(f->kc, &k);
+		filler_idle(f);
+	}
+	return r < 0 ? -1 : 0;
+}
+
 /* Is memcached still there, on the same connection?  0 or -1. */
 static int mc_ping(struct mc *c)
 {
@@ -499,7 +525,6 @@ int main(int argc, char **argv)
 	const char *name = NULL;
 	struct filler f;
 	struct mc_state *st;
-	struct xps_kv_key k;
 	struct mc c;
 	__u64 last_check = 0, last_udp_write;
 	int o, r, ret = 1;
@@ -588,37 +613,16 @@ int main(int argc, char **argv)
 		r = why[0] ? 0 : learn_due(&f, &c);
 		if (r >= 0)
 			r = learn_batch(&f, &c, why) ?: r;
-		if (r < 0) {
-			if (lost(&f, &c, host, port,
-				 "lost the connection to memcached", last,
-				 sizeof(last)))
-				goto out;
-			continue;
-		}
-		if (r) {
+		if (r > 0) {
 			filler_busy(&f);
 			continue;
 		}
-		/* the handler queues misses over UDP only: fetch those */
-		if (xps_kvcache__miss_pop(f.kc, &k)) {
-			filler_idle(&f);
-			continue;
-		}
-		filler_busy(&f);
-		if (why[0] || k.len < 1 || k.len > MC_KEY_MAX)
-			continue;
-		r = fill_one(&f, &c, &k);
-		if (r < 0) {
-			if (lost(&f, &c, host, port,
-				 "lost the connection to memcached", last,
-				 sizeof(last)))
-				goto out;
-			continue;
-		}
-		if (r > 0) {
-			xps_kvcache__miss_retry(f.kc, &k);
-			filler_idle(&f);
-		}
+		if (!r)
+			r = fetch_miss(&f, &c, why);
+		if (r < 0 && lost(&f, &c, host, port,
+				  "lost the connection to memcached", last,
+				  sizeof(last)))
+			goto out;
 	}
 	ret = 0;
 out:
