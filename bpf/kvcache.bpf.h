@@ -179,9 +179,9 @@ static __always_inline int xps_kv_set_key(struct xps_kv_walk *w,
  * writes of the key second, as a filler's fill_begin does: the server
  * executes the GET after this, so a value older than an acknowledged
  * write is either never learned (the write was unanswered here) or
- * stamped stale.  Only
- * a request of one key, on a connection the handler would serve, and
- * one per segment.  Its own subprogram: one copy for every caller.
+ * stamped stale.  Only a request of one key, on a connection the handler
+ * would serve, and one per segment.  Its own subprogram: one copy for
+ * every caller.
  */
 _Static_assert(sizeof(struct xps_kv_arm) <= XPS_CAP_TAG_MAX, "xps_kv_arm tag");
 
@@ -221,7 +221,8 @@ static __noinline void xps_kv_learn(struct xps_kv_walk *w)
  * current version (its stamps then in sc->hit).  Every lookup counts as
  * an access for xps_get_stats().  A miss over TCP may ask for the
  * server's reply (xps_kv_learn()); over UDP it is queued for the filler,
- * which fetches the value.  The bytes are checked against the seal when copied (xps_kv_stage_value()).
+ * which fetches the value.  The bytes are checked against the seal when
+ * copied (xps_kv_stage_value()).
  */
 static __always_inline struct xps_kv_value *xps_kv_lookup(struct xps_kv_walk *w)
 {

@@ -7,7 +7,7 @@
  *
  * It learns values from Redis's own replies: when a GET misses, the handler
  * reads the cache generation and the key's version, checks that no write
- * is unanswered and asks for Redis's reply to that GET, which the
+ * of the key is unanswered and asks for Redis's reply to that GET, which the
  * framework copies as it leaves (docs/coherence.md).  The filler asks
  * PTTL (a reply does not say whether the key expires) and inserts the
  * value stamped and sealed; the handler serves it only while the stamps

@@ -103,8 +103,8 @@ LIBXPS_API void xps_kvcache__fill_skip(struct xps_kvcache *kc,
 
 /*
  * Learning from the server's replies (docs/coherence.md): when a GET over
- * TCP misses, the handler reads the key's stamps, checks that no write is
- * unanswered and asks for the server's reply to it; the framework copies
+ * TCP misses, the handler reads the key's stamps, checks that no write of
+ * the key is unanswered and asks for the server's reply to it; the framework copies
  * that reply as it leaves.  No fetch: the server's statistics count only
  * what clients asked.  The filler parses the reply, checks what a reply
  * does not say (an expiry) and commits the value with the stamps taken at
