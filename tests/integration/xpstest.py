@@ -21,6 +21,13 @@ XPSCTL = os.path.join(OUT, "xpsctl")
 BPF = os.path.join(OUT, "bpf")
 
 
+# A debug kernel (KASAN, lockdep, kmemleak: make test-debug) in an emulated
+# guest runs everything several times slower, the verifier most of all.
+# Liveness bounds (how long to wait before calling something lost, never a
+# claim about speed) stretch by this factor there.
+SLOW = 4 if os.path.exists("/sys/kernel/debug/kmemleak") else 1
+
+
 def obj(name):
     return os.path.join(BPF, name + ".bpf.o")
 
@@ -35,7 +42,7 @@ def xpsctl(*args, check=True, user=None):
     if user:
         cmd = ["setpriv", "--reuid", user, "--regid", user, "--clear-groups",
                "--inh-caps=-all"] + cmd
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60 * SLOW)
     out = p.stdout.strip()
     try:
         doc = json.loads(out) if out else None
@@ -240,7 +247,7 @@ def redis_cli(port, *args):
 
 def wait_for(pred, timeout=5.0, what="condition"):
     t = time.time()
-    while time.time() - t < timeout:
+    while time.time() - t < timeout * SLOW:
         if pred():
             return
         time.sleep(0.02)
