@@ -16,14 +16,14 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-static const char reply[] = "$3\r\nbar\r\n";
-
 SEC("xps")
 int xps_ceiling(struct __sk_buff *skb)
 {
+	/* on the stack: a kfunc's buffer must be writable, .rodata is not */
+	char reply[] = "$3\r\nbar\r\n";
+
 	xps_request(skb, 0);
-	if (xps_resize(skb, sizeof(reply) - 1) ||
-	    xps_store(skb, 0, reply, sizeof(reply) - 1))
+	if (xps_reply(skb, reply, sizeof(reply) - 1))
 		return xps_pass(skb);
 	return xps_tx(skb);
 }

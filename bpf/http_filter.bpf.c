@@ -187,7 +187,7 @@ int xps_http_filter(struct __sk_buff *skb)
 	barrier_var(out);
 	if (out < 1 || out > XPS_SCRATCH)	/* only for the verifier */
 		goto pass;
-	if (xps_resize(skb, out) || xps_store(skb, 0, sc->out, out))
+	if (xps_reply(skb, sc->out, out))
 		return xps_pass(skb);
 	return xps_tx(skb);
 pass:

@@ -111,7 +111,6 @@ struct xps_kv_scratch {
 	struct xps_kv_req req;		/* the current parse */
 	struct xps_kv_key key;		/* the current key */
 	struct xps_kv_hit hit;		/* what the last lookup found */
-	struct xps_stage out;		/* a pipeline's reply, built */
 	__u8 hdr[XPS_SCRATCH];		/* memcached: one VALUE line */
 	/* the segment's first bytes; the tail pads key copies (verifier) */
 	__u8 in[XPS_SCRATCH + XPS_KV_KEY_MAX + 8];
@@ -125,12 +124,24 @@ struct {
 } xps_kv_scratch SEC(".maps");
 
 /*
+ * The reply being built, per CPU: a map of its own, as the per-CPU value
+ * limit (32 KiB) leaves no room beside it in xps_kv_scratch.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xps_stage);
+} xps_kv_stage SEC(".maps");
+
+/*
  * State of one walk over a segment (the bpf_loop callbacks' context, on
  * the stack: kept small, the parsers' frames come on top of it).
  */
 struct xps_kv_walk {
 	struct __sk_buff *skb;
 	struct xps_kv_scratch *sc;
+	struct xps_stage *out;		/* the reply, built (xps_kv_stage) */
 	void *st;			/* the service's state (XPS_STATE_MAP) */
 	__u32 *cgen;			/* the state's cache generation */
 	__u64 *udp_write_ns;		/* where a UDP write notes its time */
@@ -300,7 +311,7 @@ static __always_inline int xps_kv_stage_value(struct xps_kv_walk *w,
 
 	head = xps_kv_seal_key(&w->sc->key, len | (__u64)hit->cgen << 32,
 			       hit->version, hit->cas, hit->client_flags);
-	if (xps_stage_copy_sum(&w->sc->out, at,
+	if (xps_stage_copy_sum(w->out, at,
 			       (const struct xps_stage_chunk *)v->v, len,
 			       head) != hit->sum)
 		return -1;

@@ -96,7 +96,7 @@ static __always_inline void invalidate(struct xps_kv_walk *w)
 static __always_inline int stage(struct xps_kv_walk *w, const void *src,
 				 __u32 n)
 {
-	if (n && xps_stage_copy(&w->sc->out, w->out_len,
+	if (n && xps_stage_copy(w->out, w->out_len,
 				(const struct xps_stage_chunk *)src, n))
 		return -1;
 	w->out_len += n;
@@ -106,7 +106,7 @@ static __always_inline int stage(struct xps_kv_walk *w, const void *src,
 static __always_inline int stage_lit(struct xps_kv_walk *w, const char *s,
 				     __u32 n)
 {
-	if (xps_stage_lit(&w->sc->out, w->out_len, s, n))
+	if (xps_stage_lit(w->out, w->out_len, s, n))
 		return -1;
 	w->out_len += n;
 	return 0;
@@ -238,7 +238,8 @@ int xps_memcached(struct __sk_buff *skb)
 
 	sc = bpf_map_lookup_elem(&xps_kv_scratch, &zero);
 	st = bpf_map_lookup_elem(&xps_state, &zero);
-	if (!sc || !st)
+	w.out = bpf_map_lookup_elem(&xps_kv_stage, &zero);
+	if (!sc || !st || !w.out)
 		return xps_pass(skb);
 	w.sc = sc;
 	w.st = st;
@@ -305,13 +306,13 @@ int xps_memcached(struct __sk_buff *skb)
 	if (!w.serve || !w.gets)
 		return xps_pass(skb);
 	if (w.udp)
-		xps_mc_udp_encode(sc->out.b, req_id, 0, 1);
+		xps_mc_udp_encode(w.out->b, req_id, 0, 1);
 
 	out = w.out_len;
 	barrier_var(out);
 	if (out < 1 || out > XPS_STAGE_SIZE)	/* only for the verifier */
 		return xps_pass(skb);
-	if (xps_resize(skb, out) || xps_store(skb, 0, sc->out.b, out))
+	if (xps_reply(skb, w.out->b, out))
 		return xps_pass(skb);
 	return xps_tx(skb);
 }

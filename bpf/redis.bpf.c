@@ -40,7 +40,7 @@ static __always_inline int servable_get(const struct xps_kv_req *req)
 static __always_inline int stage_bulk(struct xps_kv_walk *w,
 				      const struct xps_kv_value *v)
 {
-	struct xps_stage *out = &w->sc->out;
+	struct xps_stage *out = w->out;
 	__u8 hdr[XPS_REDIS_BULK_HDR_MAX];
 	__u32 h, at = w->out_len, vlen = w->sc->hit.len, i;
 
@@ -140,7 +140,8 @@ int xps_redis(struct __sk_buff *skb)
 
 	sc = bpf_map_lookup_elem(&xps_kv_scratch, &zero);
 	st = bpf_map_lookup_elem(&xps_state, &zero);
-	if (!sc || !st)
+	w.out = bpf_map_lookup_elem(&xps_kv_stage, &zero);
+	if (!sc || !st || !w.out)
 		return xps_pass(skb);
 	w.sc = sc;
 	w.st = st;
@@ -184,7 +185,7 @@ int xps_redis(struct __sk_buff *skb)
 	barrier_var(out);
 	if (out < 1 || out > XPS_STAGE_SIZE)	/* only for the verifier */
 		return xps_pass(skb);
-	if (xps_resize(skb, out) || xps_store(skb, 0, sc->out.b, out))
+	if (xps_reply(skb, w.out->b, out))
 		return xps_pass(skb);
 	return xps_tx(skb);
 }

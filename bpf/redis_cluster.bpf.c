@@ -259,7 +259,7 @@ int xps_redis_cluster(struct __sk_buff *skb)
 	barrier_var(tlen);
 	if (tlen < CLUSTER_HDR_LEN || tlen > CLUSTER_PONG_MAX)
 		return count_messages(skb, len);	/* the daemon never writes those */
-	if (xps_resize(skb, tlen) || xps_store(skb, 0, tmpl->pong.msg, tlen))
+	if (xps_reply(skb, tmpl->pong.msg, tlen))
 		return count_messages(skb, len);
 	return xps_tx(skb);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Building a reply from pieces, for handlers whose reply is longer than
- * what the parsers' 2 KiB buffers hold: a 16 KiB staging buffer and a
+ * what the parsers' 2 KiB buffers hold: a 32 KiB staging buffer and a
  * copier that is a global subprogram (verified once).  No probe helpers:
  * bpf_probe_read_kernel() is missing for sk_skb programs on kernels built
  * without BPF tracing events, and libbpf then rewrites it into the legacy
@@ -10,7 +10,7 @@
 #ifndef __XPS_STAGE_BPF_H
 #define __XPS_STAGE_BPF_H
 
-#define XPS_STAGE_SIZE		16384	/* a power of two */
+#define XPS_STAGE_SIZE		32768	/* a power of two, <= 32 KiB (per CPU) */
 #define XPS_STAGE_CHUNK		1024	/* largest piece one call copies */
 
 struct xps_stage {

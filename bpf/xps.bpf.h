@@ -16,8 +16,7 @@
  *		if (xps_load(skb, 0, buf, sizeof(buf)))
  *			return xps_pass(skb);
  *		...
- *		if (xps_resize(skb, reply_len) ||
- *		    xps_store(skb, 0, reply, reply_len))
+ *		if (xps_reply(skb, reply, reply_len))
  *			return xps_pass(skb);
  *		return xps_tx(skb);
  *	}
@@ -42,9 +41,10 @@
  * still works: after its first PASS on a connection, that connection stays
  * on the slow path.
  *
- * The verifier must see every variable length given to xps_load() and
- * xps_store() bounded to [1, size of the buffer] on the very register it is
- * passed in.  clang tends to fold such checks into earlier ones; write
+ * The verifier must see every variable length given to xps_load(),
+ * xps_store() and xps_reply() bounded to [1, size of the buffer] on the
+ * very register it is passed in.  clang tends to fold such checks into
+ * earlier ones; write
  *
  *	barrier_var(len);
  *	if (len < 1 || len > sizeof(buf))
@@ -180,6 +180,29 @@ static __always_inline int xps_resize(struct __sk_buff *skb, __u32 len)
 	if (xps_backend == XPS_BACKEND_SOCKMAP)
 		return xps__sockmap_resize(skb, run, len);
 	return xps__inplace_resize(skb, run, len);
+}
+
+/*
+ * Make the @len bytes at @buf the whole reply, the usual way to answer:
+ * on the native TCP hook the kernel queues them without touching the
+ * request (one copy, up to XPS_TCP_TX_MAX bytes); elsewhere this is
+ * xps_resize() and xps_store().  Not to be mixed with xps_store() in one
+ * run.  @buf must be writable memory (the stack, a map value; not
+ * .rodata): the verifier checks a kfunc's buffer for writes too.  0,
+ * XPS_EBUSY, XPS_E2BIG or a helper's or the kernel's error.
+ */
+static __always_inline int xps_reply(struct __sk_buff *skb, const void *buf,
+				     __u32 len)
+{
+	struct xps_run *run = xps__run();
+	int err;
+
+	if (!run || !run->may_consume)
+		return XPS_EBUSY;
+	if (xps_backend == XPS_BACKEND_NATIVE && xps_reply_kfunc)
+		return xps__native_reply(skb, run, buf, len);
+	err = xps_resize(skb, len);
+	return err ? err : xps_store(skb, 0, buf, len);
 }
 
 /* ---- counting requests (TCP, docs/ordering.md) ---------------------- */

@@ -322,8 +322,8 @@ static void ctx_map_fds(const char *name, int *fds)
 	}
 }
 
-/* Point the handler's const volatile xps_backend at @backend. */
-static int set_backend_knob(struct bpf_object *obj, __u32 backend)
+/* Set the handler's const volatile __u32 @name (in .rodata) to @value. */
+static int set_knob(struct bpf_object *obj, const char *name, __u32 value)
 {
 	const struct btf_var_secinfo *vs;
 	const struct btf_type *sec;
@@ -352,8 +352,7 @@ static int set_backend_knob(struct bpf_object *obj, __u32 backend)
 	for (i = 0; i < btf_vlen(sec); i++, vs++) {
 		const struct btf_type *var = btf__type_by_id(btf, vs->type);
 
-		if (strcmp(btf__name_by_offset(btf, var->name_off),
-			   "xps_backend"))
+		if (strcmp(btf__name_by_offset(btf, var->name_off), name))
 			continue;
 		init = bpf_map__initial_value(rodata, &size);
 		if (!init || vs->offset + sizeof(__u32) > size)
@@ -362,7 +361,7 @@ static int set_backend_knob(struct bpf_object *obj, __u32 backend)
 		if (!data)
 			return -ENOMEM;
 		memcpy(data, init, size);
-		memcpy(data + vs->offset, &backend, sizeof(backend));
+		memcpy(data + vs->offset, &value, sizeof(value));
 		err = bpf_map__set_initial_value(rodata, data, size);
 		free(data);
 		return err;
@@ -448,11 +447,17 @@ static int handler_load(const char *path, __u32 backend, __u8 proto,
 	}
 	bpf_program__set_type(handler, type);
 	bpf_program__set_expected_attach_type(handler, attach);
-	err = set_backend_knob(obj, backend);
+	err = set_knob(obj, "xps_backend", backend);
 	if (err) {
 		pr_warn("%s does not include xps.bpf.h (no xps_backend knob)\n",
 			path);
 		goto out;
+	}
+	/* the native hook's reply kfunc, where the kernel has it */
+	if (backend == XPS_BACKEND_NATIVE && kernel_has_func("bpf_xps_reply")) {
+		err = set_knob(obj, "xps_reply_kfunc", 1);
+		if (err && err != -ENOENT)
+			goto out;
 	}
 
 	/* keep the context's maps only if every one keeps its layout */

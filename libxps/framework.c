@@ -82,6 +82,19 @@ int native_attach_type(const char *name)
 	return ret;
 }
 
+/* Whether the running kernel's BTF has the function (a kfunc) @name. */
+bool kernel_has_func(const char *name)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool ret;
+
+	if (!btf)
+		return false;
+	ret = btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) > 0;
+	btf__free(btf);
+	return ret;
+}
+
 int detect_backends(__u32 *tcp, __u32 *udp, bool *native)
 {
 	const char *env = getenv("XPS_BACKEND");

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The native backend's send path: the patched kernel's hook runs the
- * handler on the request's skb, which the handler edits in place into the
- * reply; XPS_TX makes the kernel send it on the socket.  The TC backend
+ * handler on a clone of the request's skb; the handler gives the kernel
+ * its reply (xps_reply(), the kfunc bpf_xps_reply()) or edits the clone
+ * in place into the reply; XPS_TX makes the kernel send it.  The TC backend
  * edits its datagram in place the same way (xps__inplace_store() and
  * xps__inplace_resize() serve both).  Part of xps.bpf.h.
  */
@@ -30,6 +31,28 @@ static __always_inline int xps__inplace_resize(struct __sk_buff *skb,
 
 	run->rewritten = 1;
 	err = bpf_skb_change_tail(skb, run->payload_off + len, 0);
+	if (!err)
+		run->payload_len = len;
+	return err;
+}
+
+/*
+ * The patched kernel's kfunc: on the TCP hook it queues the reply on the
+ * connection at once, leaving the request's clone alone (no reallocation
+ * of its head, one copy); on the UDP hook it makes the clone's payload the
+ * reply.  Weak: the stock backends' objects load on kernels without it,
+ * where the branch that calls it is pruned (xps_backend is a constant).
+ */
+extern int bpf_xps_reply(struct __sk_buff *s, const void *buf,
+			 __u32 buf__sz) __ksym __weak;
+
+static __always_inline int xps__native_reply(struct __sk_buff *skb,
+					     struct xps_run *run,
+					     const void *buf, __u32 len)
+{
+	int err = bpf_xps_reply(skb, buf, len);
+
+	/* The request is intact either way: the hooks run on a clone. */
 	if (!err)
 		run->payload_len = len;
 	return err;

@@ -39,6 +39,14 @@
  */
 const volatile __u32 xps_backend = XPS_BACKEND_NATIVE;
 
+/*
+ * 1: the kernel has the native hook's reply kfunc, bpf_xps_reply()
+ * (backend/native.bpf.h).  Set by libxps with xps_backend; 0 keeps the
+ * object loadable where it is missing (the reply is then written into
+ * the request's clone).
+ */
+const volatile __u32 xps_reply_kfunc;
+
 static __always_inline struct xps_run *xps__run(void)
 {
 	__u32 zero = 0;

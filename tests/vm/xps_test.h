@@ -17,6 +17,13 @@
 #define XPS_TEST_STAT_OWNER	5	/* runs in the owner's context */
 #define XPS_TEST_NSTATS		6
 
+/* The buffer bpf_xps_reply() answers from: one byte over XPS_TCP_TX_MAX. */
+#define XPS_TEST_KBUF		(XPS_TCP_TX_MAX + 1)
+
+struct xps_test_kbuf {
+	__u8 b[XPS_TEST_KBUF];
+};
+
 struct xps_test_seen {
 	__u32 family;
 	__u32 local_port;	/* host order */

@@ -640,6 +640,108 @@ out:
 	xps_test__destroy(skel);
 }
 
+static __s64 kret_get(struct xps_test *skel, __u32 i)
+{
+	__s64 v = 1;
+
+	bpf_map_lookup_elem(bpf_map__fd(skel->maps.kret), &i, &v);
+	return v;
+}
+
+/* Fill `kbuf` with a pattern (copied to @kb); false on failure. */
+static bool kbuf_fill(struct xps_test *skel, struct xps_test_kbuf *kb)
+{
+	__u32 zero = 0, i;
+
+	for (i = 0; i < sizeof(kb->b); i++)
+		kb->b[i] = (__u8)(i * 7 + (i >> 8));
+	return ASSERT_OK(bpf_map_update_elem(bpf_map__fd(skel->maps.kbuf),
+					     &zero, kb, 0), "fill kbuf");
+}
+
+/*
+ * bpf_xps_reply(): a reply from a buffer, longer than bpf_skb_change_tail()
+ * can make a packet; taken back when the verdict is not TX; one per run;
+ * over XPS_TCP_TX_MAX or on a see-only segment refused, and TX then falls
+ * back to PASS with the request intact.
+ */
+static void test_tcp_kfunc(void)
+{
+	static struct xps_test_kbuf kb;
+	static char in[40000];
+	int cli = -1, srv = -1, link = -1, i;
+	struct xps_test *skel;
+	char req[4], buf[12];
+
+	if (!ASSERT_OK(set_lo(0, 1500), "lo mtu 1500"))
+		return;
+	skel = xps_load();
+	if (!skel)
+		return;
+	if (!kbuf_fill(skel, &kb))
+		goto out;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, 8250, &cli, &srv))
+		goto out;
+	req[0] = 'K';
+	req[1] = 'B';
+	req[2] = sizeof(in) >> 8;
+	req[3] = sizeof(in) & 0xff;
+	for (i = 0; i < 3; i++) {
+		if (!ASSERT_OK(send_all(cli, req, 4), "send KB") ||
+		    !ASSERT_OK(recv_all(cli, in, sizeof(in)),
+			       "recv 40000-byte reply"))
+			goto out;
+		if (!ASSERT_OK(memcmp(in, kb.b, sizeof(in)), "reply bytes"))
+			goto out;
+	}
+	ASSERT_EQ(kret_get(skel, 0), 0, "bpf_xps_reply()");
+	ASSERT_EQ(inq(srv), 0, "owner's queued bytes");
+
+	/* Given, then PASS: taken back; the owner gets the request. */
+	if (!ASSERT_OK(send_all(cli, "KPAS", 4), "send KPAS") ||
+	    !ASSERT_OK(recv_all(srv, buf, 4), "owner recv KPAS"))
+		goto out;
+	ASSERT_STRNEQ(buf, "KPAS", 4, "owner read");
+	ASSERT_EQ(kret_get(skel, 0), 0, "bpf_xps_reply() before PASS");
+	ASSERT_FALSE(readable(cli, 200), "client got the withdrawn reply");
+
+	/* Two replies in a run: the second is refused. */
+	if (!ASSERT_OK(send_all(cli, "KTWO", 4), "send KTWO") ||
+	    !ASSERT_OK(recv_all(cli, buf, 4), "recv KTWO reply"))
+		goto out;
+	ASSERT_OK(memcmp(buf, kb.b, 4), "KTWO reply is the first");
+	ASSERT_EQ(kret_get(skel, 0), 0, "first bpf_xps_reply()");
+	ASSERT_EQ(kret_get(skel, 1), -EBUSY, "second bpf_xps_reply()");
+	ASSERT_FALSE(readable(cli, 200), "client got more than one reply");
+
+	/* Too long: refused; TX becomes PASS (and the connection LOST). */
+	if (!ASSERT_OK(send_all(cli, "KBIG", 4), "send KBIG") ||
+	    !ASSERT_OK(recv_all(srv, buf, 4), "owner recv KBIG"))
+		goto out;
+	ASSERT_STRNEQ(buf, "KBIG", 4, "owner read");
+	ASSERT_EQ(kret_get(skel, 0), -EMSGSIZE, "bpf_xps_reply() too long");
+	ASSERT_FALSE(readable(cli, 200), "client got a reply to KBIG");
+
+	/* Every later segment is see-only: refused, passed. */
+	req[2] = 0;
+	req[3] = 16;
+	if (!ASSERT_OK(send_all(cli, req, 4), "send KB 16") ||
+	    !ASSERT_OK(recv_all(srv, buf, 4), "owner recv KB 16"))
+		goto out;
+	ASSERT_OK(memcmp(buf, req, 4), "owner read");
+	ASSERT_EQ(kret_get(skel, 0), -EPERM, "bpf_xps_reply() see-only");
+	ASSERT_FALSE(readable(cli, 200), "client got a see-only reply");
+	if (env.verbosity > VERBOSE_NONE)
+		printf("  40000-byte replies from a buffer; refused: %s\n",
+		       "a second reply, too long, see-only");
+out:
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
 /* DROP consumes and acknowledges; the stream continues. */
 static void test_tcp_drop(void)
 {
@@ -846,6 +948,7 @@ static void udp_tx(int family)
 	const char *any = family == AF_INET6 ? "::" : "0.0.0.0";
 	const char *dst = family == AF_INET6 ? "::1" : "127.0.0.2";
 	int srv = -1, cli = -1, link = -1, port = 9000 + family;
+	static struct xps_test_kbuf kb;
 	struct sockaddr_storage ss, from;
 	struct xps_test *skel;
 	socklen_t len, fl = sizeof(from);
@@ -880,6 +983,16 @@ static void udp_tx(int family)
 	ASSERT_OK(memcmp(&from, &ss, len),
 		  "reply from the request's destination address and port");
 
+	/* A reply from a buffer (bpf_xps_reply() rewrites the datagram). */
+	if (!kbuf_fill(skel, &kb) ||
+	    !ASSERT_EQ(sendto(cli, "KB\x00\x30", 4, 0, (void *)&ss, len), 4,
+		       "send KB"))
+		goto out;
+	n = recv(cli, buf, sizeof(buf), 0);
+	if (!ASSERT_EQ(n, 48, "KB reply length"))
+		goto out;
+	ASSERT_OK(memcmp(buf, kb.b, 48), "KB reply");
+
 	/* DROP: nobody sees anything, once the program has dropped it. */
 	if (!ASSERT_EQ(sendto(cli, "DROP-udp", 8, 0, (void *)&ss, len), 8,
 		       "send DROP") ||
@@ -898,7 +1011,7 @@ static void udp_tx(int family)
 	if (!ASSERT_EQ(n, 9, "owner's datagram length"))
 		goto out;
 	ASSERT_STRNEQ(buf, "hello-udp", 9, "owner's datagram");
-	ASSERT_EQ(stat_get(skel, XPS_TX), 1, "TX verdicts");
+	ASSERT_EQ(stat_get(skel, XPS_TX), 2, "TX verdicts (PING, KB)");
 	ASSERT_EQ(stat_get(skel, XPS_DROP), 1, "DROP verdicts");
 out:
 	close_fd(cli);
@@ -1185,6 +1298,7 @@ static void test_test_run(void)
 		.local_ip6 = { 0, 0, 0, htonl(1) },
 		.remote_ip6 = { htonl(0x20010db8), 0, 0, htonl(2) },
 	};
+	static struct xps_test_kbuf kb;
 	static char out[16384];
 	struct xps_test_seen s;
 	struct xps_test *skel;
@@ -1241,6 +1355,17 @@ static void test_test_run(void)
 	ASSERT_EQ(o.retval, XPS_TX, "TAIL verdict");
 	ASSERT_EQ(o.data_size_out, 7, "TAIL reply length");
 	ASSERT_STRNEQ(out, "TAIL-OK", 7, "TAIL reply");
+
+	/* bpf_xps_reply() outside the hooks: the payload becomes the reply */
+	if (!kbuf_fill(skel, &kb))
+		goto out;
+	o.data_in = "KB\x01\x00";
+	o.data_size_out = sizeof(out);
+	if (!ASSERT_OK(bpf_prog_test_run_opts(tcp, &o), "test_run KB"))
+		goto out;
+	ASSERT_EQ(o.retval, XPS_TX, "KB verdict");
+	ASSERT_EQ(o.data_size_out, 256, "KB reply length");
+	ASSERT_OK(memcmp(out, kb.b, 256), "KB reply");
 
 	o.data_in = "DROP";
 	o.data_size_out = sizeof(out);
@@ -1488,6 +1613,7 @@ static const struct {
 	{ "tcp_fin_with_data", test_tcp_fin_with_data },
 	{ "tcp_pass_tailcall", test_tcp_pass },
 	{ "tcp_backlog", test_tcp_backlog },
+	{ "tcp_kfunc", test_tcp_kfunc },
 	{ "udp_tx_v4", test_udp_tx_v4 },
 	{ "udp_tx_v6", test_udp_tx_v6 },
 	{ "v4mapped", test_v4mapped },

@@ -11,13 +11,19 @@
  *   "BIG" k    XPS_TX, reply of k KiB: "BIGR", zeros, "END!" (k <= 15)
  *   "TAIL..."  tail call into tail_handler: XPS_TX "TAIL-OK"
  *   "BURN..."  XPS_TX "PONG", after burning CPU (accounting test)
+ *   "KB" n     XPS_TX, reply the first n bytes of `kbuf` (n: 16 bits, big
+ *              endian) through the kfunc bpf_xps_reply()
+ *   "KPAS"     XPS_PASS after giving the first 4 bytes of `kbuf` as reply
+ *   "KTWO"     XPS_TX after giving two replies: bytes 0-3, then 4-7
+ *   "KBIG"     XPS_TX after giving a reply of XPS_TCP_TX_MAX + 1 bytes
  *   otherwise  XPS_PASS
  *
  * and, on local port 7007, TX of every segment unchanged (stream echo).
  * Only sockets with a local port in [XPS_TEST_PORT_MIN, XPS_TEST_PORT_MAX]
  * (the tests' servers) are answered.
  * Each run that does not pass records the context the program saw in
- * `seen`; every run counts its verdict in `stats`.
+ * `seen`; every run counts its verdict in `stats`; the "K" commands keep
+ * what bpf_xps_reply() returned in `kret`.
  */
 #include <linux/bpf.h>
 #include <linux/types.h>
@@ -47,6 +53,25 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } owner_tgid SEC(".maps");
+
+/* Filled by the test; the "K" commands answer from it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xps_test_kbuf);
+} kbuf SEC(".maps");
+
+/* What the last "K" command's calls of bpf_xps_reply() returned. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __s64);
+} kret SEC(".maps");
+
+extern int bpf_xps_reply(struct __sk_buff *s, const void *buf,
+			 __u32 buf__sz) __ksym;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
@@ -92,6 +117,45 @@ static __always_inline void record(struct __sk_buff *skb, __u32 verdict)
 	tgid = bpf_map_lookup_elem(&owner_tgid, &zero);
 	if (tgid && *tgid && (bpf_get_current_pid_tgid() >> 32) == *tgid)
 		count(XPS_TEST_STAT_OWNER);
+}
+
+static __always_inline void kret_set(__u32 i, __s64 ret)
+{
+	__s64 *v = bpf_map_lookup_elem(&kret, &i);
+
+	if (v)
+		*v = ret;
+}
+
+/* The "K" commands: replies through bpf_xps_reply(). */
+static __always_inline __u32 kreply(struct __sk_buff *skb, const char *cmd)
+{
+	struct xps_test_kbuf *kb;
+	__u32 zero = 0, len;
+
+	kb = bpf_map_lookup_elem(&kbuf, &zero);
+	if (!kb)
+		return XPS_PASS;
+	if (cmd[1] == 'B' && cmd[2] == 'I' && cmd[3] == 'G') {
+		kret_set(0, bpf_xps_reply(skb, kb->b, XPS_TCP_TX_MAX + 1));
+		return XPS_TX;
+	}
+	if (cmd[1] == 'P' && cmd[2] == 'A' && cmd[3] == 'S') {
+		kret_set(0, bpf_xps_reply(skb, kb->b, 4));
+		return XPS_PASS;
+	}
+	if (cmd[1] == 'T' && cmd[2] == 'W' && cmd[3] == 'O') {
+		kret_set(0, bpf_xps_reply(skb, kb->b, 4));
+		kret_set(1, bpf_xps_reply(skb, kb->b + 4, 4));
+		return XPS_TX;
+	}
+	if (cmd[1] != 'B')
+		return XPS_PASS;
+	len = ((__u8)cmd[2] << 8) | (__u8)cmd[3];
+	if (len < 1 || len > XPS_TEST_KBUF)
+		return XPS_PASS;
+	kret_set(0, bpf_xps_reply(skb, kb->b, len));
+	return XPS_TX;
 }
 
 static long burn(__u32 i, void *ctx)
@@ -141,6 +205,8 @@ static __always_inline int handle(struct __sk_buff *skb, int tcp)
 			bpf_tail_call(skb, &jmp, 0);
 		/* No handler installed: answer from here. */
 		verdict = XPS_PASS;
+	} else if (cmd[0] == 'K') {
+		verdict = kreply(skb, cmd);
 	} else if (cmd[0] == 'B' && cmd[1] == 'U' && cmd[2] == 'R' &&
 		   cmd[3] == 'N') {
 		bpf_loop(20000, burn, NULL, 0);
