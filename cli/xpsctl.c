@@ -27,6 +27,7 @@
 #include "codec.h"
 #include "out.h"
 #include "cmd.h"
+#include "supervise.h"
 
 static char last_lib_error[512];
 
@@ -202,6 +203,16 @@ static int count_ctx(const struct xps_ctx_info *info, __u32 slot, void *data)
 	return 0;
 }
 
+/* A service's daemon outlives no context: it would fill a new one's server. */
+static int stop_daemon(const struct xps_ctx_info *info, __u32 slot, void *data)
+{
+	(void)slot;
+	(void)data;
+	if (supervise_pid(info->name))
+		supervise_stop(info->name);
+	return 0;
+}
+
 static int do_reset(int argc, char **argv)
 {
 	int err, n = 0;
@@ -212,6 +223,7 @@ static int do_reset(int argc, char **argv)
 		return 1;
 	}
 	xps_context__for_each(count_ctx, &n);
+	xps_context__for_each(stop_daemon, NULL);
 	err = xps_framework__purge();
 	if (err)
 		return lib_err("reset", err);

@@ -385,6 +385,39 @@ def test_delayed_flush_and_expiry():
         m.close()
 
 @test
+def test_reset_stops_the_daemons():
+    """xpsctl reset removes the contexts and stops their services' daemons:
+    a filler left running fills its old maps and talks to whatever server
+    takes the port next (seen: a stray filler made a later service's kernel
+    answer nothing)."""
+    m = Memcached()
+    try:
+        start(m)
+        pid = [s for s in xpsctl("service", "list") if s["name"] == "mc"][0]["daemon_pid"]
+        if not pid:
+            raise AssertionError("no daemon pid in service list")
+        xpsctl("reset")
+
+        def gone():
+            try:
+                os.kill(pid, 0)
+                return False
+            except ProcessLookupError:
+                return True
+        wait_for(gone, timeout=10, what="the daemon to exit after xpsctl reset")
+        eq(xpsctl("service", "list"), [], "services after reset")
+        # and the service starts again, its kernel answering
+        start(m)
+        c = Client()
+        eq(c.set(b"again", b"v"), b"STORED\r\n", "set")
+        warm(c, b"again")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "mc", check=False)
+        m.close()
+
+
+@test
 def test_server_on_its_own_address():
     """memcached listening on one address only: the service's filler finds
     it there (the kernel answers gets), and a service for a port nothing
