@@ -454,7 +454,7 @@ static int handler_load(const char *path, __u32 backend, __u8 proto,
 		goto out;
 	}
 	/* the native hook's reply kfunc, where the kernel has it */
-	if (backend == XPS_BACKEND_NATIVE && kernel_has_func("bpf_xps_reply")) {
+	if (backend == XPS_BACKEND_NATIVE && kernel_has_reply_kfunc()) {
 		err = set_knob(obj, "xps_reply_kfunc", 1);
 		if (err && err != -ENOENT)
 			goto out;

@@ -82,17 +82,26 @@ int native_attach_type(const char *name)
 	return ret;
 }
 
-/* Whether the running kernel's BTF has the function (a kfunc) @name. */
-bool kernel_has_func(const char *name)
+/*
+ * Whether the running kernel has the native hook's reply kfunc,
+ * bpf_xps_reply() (kernel patch 0008), in its BTF.  Read once: vmlinux
+ * BTF takes milliseconds to parse, and every native context asks.
+ */
+bool kernel_has_reply_kfunc(void)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
-	bool ret;
+	static int known = -1;	/* -1: not read yet */
+	int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
+	struct btf *btf;
 
+	if (v >= 0)
+		return v;
+	btf = btf__load_vmlinux_btf();
 	if (!btf)
 		return false;
-	ret = btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) > 0;
+	v = btf__find_by_name_kind(btf, "bpf_xps_reply", BTF_KIND_FUNC) > 0;
 	btf__free(btf);
-	return ret;
+	__atomic_store_n(&known, v, __ATOMIC_RELAXED);
+	return v;
 }
 
 int detect_backends(__u32 *tcp, __u32 *udp, bool *native)

@@ -57,7 +57,7 @@ LIBXPS_HIDDEN int fw_tc_sync(struct xps_fw *fw);
 LIBXPS_HIDDEN int fw_bump_generation(struct xps_fw *fw);
 LIBXPS_HIDDEN int detect_backends(__u32 *tcp, __u32 *udp, bool *native);
 LIBXPS_HIDDEN int native_attach_type(const char *name);
-LIBXPS_HIDDEN bool kernel_has_func(const char *name);
+LIBXPS_HIDDEN bool kernel_has_reply_kfunc(void);
 
 /* context.c */
 LIBXPS_HIDDEN int ctx_dir(char *buf, size_t sz, const char *name);
