@@ -13,6 +13,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+
+#include <bpf/bpf.h>
 #include <linux/tcp.h>
 
 #include "libxps.h"
@@ -83,6 +85,30 @@ int filler_hostport(const char *arg, const char *option, char *host,
 	return 0;
 }
 
+/* The id of @xc's data map, which names the context for good; 0: none. */
+static __u32 data_map_id(struct xps_context *xc)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int fd = xps_context__data_fd(xc);
+
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.id;
+}
+
+bool filler_context_gone(struct filler *f)
+{
+	struct xps_context *xc = xps_context__open(f->name);
+	__u32 id;
+
+	if (!xc)
+		return errno == ENOENT;
+	id = data_map_id(xc);
+	xps_context__close(xc);
+	return id && f->data_id && id != f->data_id;
+}
+
 int filler_open(struct filler *f, const char *ctxname)
 {
 	struct xps_context *xc;
@@ -94,6 +120,7 @@ int filler_open(struct filler *f, const char *ctxname)
 		flog("no context '%s'", ctxname);
 		return -1;
 	}
+	f->data_id = data_map_id(xc);
 	f->kc = xps_kvcache__open(xc, NULL);
 	xps_context__close(xc);
 	if (!f->kc) {

@@ -20,6 +20,7 @@ struct filler {
 	__u64 fills, rejected, skipped;
 	unsigned int idle_us;	/* the next filler_idle() wait, 0: shortest */
 	unsigned int backoff_ms;	/* filler_reconnect()'s next wait */
+	__u32 data_id;		/* the context's data map, to tell it apart */
 };
 
 /*
@@ -42,6 +43,12 @@ int filler_reconnect(struct filler *f, __u32 no_serve, const char *why,
 void flog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The kv-cache of context @ctxname (logged when there is none). */
 int filler_open(struct filler *f, const char *ctxname);
+/*
+ * The context filler_open() opened is gone (removed, or replaced by
+ * another of the same name): the daemon has nothing left to fill and
+ * must exit, not fill maps nobody reads while it talks to the server.
+ */
+bool filler_context_gone(struct filler *f);
 /* Split "HOST:PORT" (the last colon) into @host and @port; complains
  * naming @option and returns -1 when @arg is not of that form.
  */

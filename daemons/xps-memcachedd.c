@@ -576,6 +576,10 @@ int main(int argc, char **argv)
 
 			last_check = now;
 			why[0] = '\0';
+			if (filler_context_gone(&f)) {
+				logmsg("context '%s' was removed: exiting", name);
+				break;
+			}
 			/* a restarted memcached has lost what the cache holds */
 			if (mc_ping(&c)) {
 				if (lost(&f, &c, host, port,

@@ -315,6 +315,10 @@ int main(int argc, char **argv)
 		if (now.tv_sec != last_check.tv_sec) {
 			/* once a second: may the handler serve? */
 			last_check = now;
+			if (filler_context_gone(&x.f)) {
+				logmsg("context '%s' was removed: exiting", name);
+				break;
+			}
 			if (check_server(&x)) {
 				/* closed, or an error reply (BUSY, LOADING) */
 				logmsg("Redis failed a check: reconnecting");

@@ -412,6 +412,13 @@ def test_reset_stops_the_daemons():
         eq(c.set(b"again", b"v"), b"STORED\r\n", "set")
         warm(c, b"again")
         c.close()
+        # a context removed behind the service's back: its daemon notices
+        pid = [s for s in xpsctl("service", "list") if s["name"] == "mc"][0]["daemon_pid"]
+        xpsctl("handler", "detach", "mc-udp")
+        xpsctl("handler", "detach", "mc")
+        wait_for(gone, timeout=10, what="the daemon to exit when its context is gone")
+        if "context 'mc' was removed" not in open("/run/xps/mc.log").read():
+            raise AssertionError("the daemon did not say why it exited")
     finally:
         xpsctl("service", "stop", "mc", check=False)
         m.close()

@@ -571,7 +571,14 @@ def test_service_list_and_stop():
         r2 = xpsctl("service", "redis", check=False)
         if "error" not in r2:
             raise AssertionError(r2)
+        # a context removed behind the service's back: its daemon exits
+        start_service(r, "rds")
+        pid = xpsctl("service", "list")[0]["daemon_pid"]
+        xpsctl("handler", "detach", "rds")
+        wait_for(lambda: not os.path.exists("/proc/%d" % pid), timeout=10,
+                 what="xps-redisd to exit when its context is gone")
     finally:
+        xpsctl("service", "stop", "rds", check=False)
         r.close()
 
 
