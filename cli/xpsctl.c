@@ -195,21 +195,16 @@ static int do_status(int argc, char **argv)
 
 /* ---- reset ------------------------------------------------------------ */
 
-static int count_ctx(const struct xps_ctx_info *info, __u32 slot, void *data)
+/*
+ * Count a context reset removes, and stop its service's daemon if it has
+ * one: a daemon outlives no context (it would fill a new one's server).
+ */
+static int count_and_stop(const struct xps_ctx_info *info, __u32 slot,
+			  void *data)
 {
-	(void)info;
 	(void)slot;
 	(*(int *)data)++;
-	return 0;
-}
-
-/* A service's daemon outlives no context: it would fill a new one's server. */
-static int stop_daemon(const struct xps_ctx_info *info, __u32 slot, void *data)
-{
-	(void)slot;
-	(void)data;
-	if (supervise_pid(info->name))
-		supervise_stop(info->name);
+	supervise_stop(info->name);
 	return 0;
 }
 
@@ -222,8 +217,7 @@ static int do_reset(int argc, char **argv)
 		p_err("reset takes no arguments");
 		return 1;
 	}
-	xps_context__for_each(count_ctx, &n);
-	xps_context__for_each(stop_daemon, NULL);
+	xps_context__for_each(count_and_stop, &n);
 	err = xps_framework__purge();
 	if (err)
 		return lib_err("reset", err);

@@ -271,6 +271,7 @@ static int me_answer(char *line, unsigned long long *cas)
 #define ME_BATCH	8
 #define ME_BYTES	1400
 #define ME_CMD(k)	(5 + (size_t)(k)->len)	/* "me <key>\r\n" */
+#define ME_CMD_MAX	(5 + MC_KEY_MAX)
 
 static int me_batch(struct mc *c, const struct xps_kv_key **k, int n,
 		    int *ok, unsigned long long *cas)
@@ -344,7 +345,7 @@ static int learn_batch(struct filler *f, struct mc *c, const char *why)
 	struct pending *p;
 	size_t bytes = 0;
 
-	while (n < ME_BATCH && bytes + 5 + MC_KEY_MAX <= ME_BYTES &&
+	while (n < ME_BATCH && bytes + ME_CMD_MAX <= ME_BYTES &&
 	       !xps_kvcache__learn_next(f->kc, &l[n])) {
 		taken++;
 		if (why[0] || l[n].key.len > MC_KEY_MAX)
@@ -395,7 +396,8 @@ static int learn_due(struct filler *f, struct mc *c)
 
 	while (n < ME_BATCH && pend_head + n != pend_tail) {
 		p = &pend[(pend_head + n) % PENDING];
-		if (now - p->at < VERIFY_NS || bytes + ME_CMD(&p->l.key) > ME_BYTES)
+		if (now - p->at < VERIFY_NS ||
+		    bytes + ME_CMD(&p->l.key) > ME_BYTES)
 			break;
 		k[n] = &p->l.key;
 		bytes += ME_CMD(k[n]);

@@ -104,11 +104,11 @@ LIBXPS_API void xps_kvcache__fill_skip(struct xps_kvcache *kc,
 /*
  * Learning from the server's replies (docs/coherence.md): when a GET over
  * TCP misses, the handler reads the key's stamps, checks that no write of
- * the key is unanswered and asks for the server's reply to it; the framework copies
- * that reply as it leaves.  No fetch: the server's statistics count only
- * what clients asked.  The filler parses the reply, checks what a reply
- * does not say (an expiry) and commits the value with the stamps taken at
- * the GET:
+ * the key is unanswered and asks for the server's reply to it; the
+ * framework copies that reply as it leaves.  No fetch: the server's
+ * statistics count only what clients asked.  The filler parses the
+ * reply, checks what a reply does not say (an expiry) and commits the
+ * value with the stamps taken at the GET:
  *
  *	while (!xps_kvcache__learn_next(kc, &l)) {
  *		if (parse(l.reply, l.len, &value) == 0 && no_expiry(&l.key))
