@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "libxps.h"
@@ -282,6 +284,118 @@ out:
  * The kv-cache module on a Redis context: a fill's stamps, seal and
  * insert, the state's flags and generation, the miss queue, the options.
  */
+/* Connect to 127.0.0.1:@port and accept on @lfd: fds[0] the client. */
+static int tcp_pair(int lfd, int port, int fds[2])
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	fds[0] = socket(AF_INET, SOCK_STREAM, 0);
+	if (fds[0] < 0)
+		return -1;
+	if (connect(fds[0], (struct sockaddr *)&a, sizeof(a)) ||
+	    (fds[1] = accept(lfd, NULL, NULL)) < 0) {
+		close(fds[0]);
+		return -1;
+	}
+	return 0;
+}
+
+#define CHURN_CONNS	48
+
+/*
+ * Until killed: keep CHURN_CONNS connections to @port open, closing the
+ * oldest (client first, as redis-benchmark does) and opening one more.
+ */
+static void churn(int lfd, int port)
+{
+	int pairs[CHURN_CONNS][2], i = 0, n = 0;
+
+	for (;;) {
+		if (n == CHURN_CONNS) {
+			close(pairs[i][0]);
+			close(pairs[i][1]);
+			n--;
+		}
+		if (tcp_pair(lfd, port, pairs[i]))
+			_exit(1);
+		n++;
+		i = (i + 1) % CHURN_CONNS;
+	}
+}
+
+/*
+ * xps_kvcache__unseen_conns(): a connection made before the context is
+ * one, one made after it is not, and neither is one that closes while
+ * the check runs (a client hanging up is no connection XPS missed).
+ */
+static void unseen_checks(const char *obj_redis)
+{
+	struct xps_predicate p = { .proto = IPPROTO_TCP, .lport = 17258 };
+	int lfd, old[2], late[2], i, n, bad = 0, checks = 2000;
+	struct xps_context *ctx = NULL;
+	struct xps_kvcache *kc = NULL;
+	pid_t pid;
+
+	printf("kv-cache: connections XPS does not see\n");
+	lfd = bound_socket(SOCK_STREAM, 17258);
+	CHECK(lfd >= 0, "listen on 17258");
+	if (lfd < 0)
+		return;
+	if (tcp_pair(lfd, 17258, old)) {
+		CHECK(0, "a connection before the context");
+		close(lfd);
+		return;
+	}
+	ctx = xps_context__create_pred(obj_redis, &p, NULL);
+	CHECK(ctx, "a Redis context: %s", last_warn);
+	kc = ctx ? xps_kvcache__open(ctx, NULL) : NULL;
+	CHECK(kc, "xps_kvcache__open: %s", last_warn);
+	if (!kc)
+		goto out;
+	n = xps_kvcache__unseen_conns(kc);
+	CHECK(n == 1, "the connection made before the context is unseen (%d)", n);
+	if (!tcp_pair(lfd, 17258, late)) {
+		n = xps_kvcache__unseen_conns(kc);
+		CHECK(n == 1, "one made after it is seen (%d unseen)", n);
+		close(late[0]);
+		close(late[1]);
+	} else {
+		CHECK(0, "a connection after the context");
+	}
+	close(old[0]);
+	close(old[1]);
+	old[0] = old[1] = -1;
+	n = xps_kvcache__unseen_conns(kc);
+	CHECK(n == 0, "none once it is closed (%d)", n);
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		churn(lfd, 17258);
+	CHECK(pid > 0, "fork: %s", strerror(errno));
+	if (pid < 0)
+		goto out;
+	for (i = 0; i < checks; i++) {
+		n = xps_kvcache__unseen_conns(kc);
+		if (n)
+			bad++;
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	CHECK(!bad, "connections that close during the check are not unseen: "
+	      "%d of %d checks counted some", bad, checks);
+out:
+	if (old[0] >= 0) {
+		close(old[0]);
+		close(old[1]);
+	}
+	xps_kvcache__close(kc);
+	xps_context__delete(ctx);
+	close(lfd);
+}
+
 static void kvcache_checks(const char *obj_redis, const char *obj_kv)
 {
 	struct xps_predicate p = { .proto = IPPROTO_TCP, .lport = 17256 };
@@ -520,6 +634,7 @@ int main(int argc, char **argv)
 
 	opts_checks(obj_echo);
 	kvcache_checks(obj_redis, obj_kv);
+	unseen_checks(obj_redis);
 
 	printf("delete_context\n");
 	CHECK(!xps_context__delete(ctx), "delete");
