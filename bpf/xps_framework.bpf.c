@@ -514,8 +514,10 @@ int xps_sockops(struct bpf_sock_ops *skops)
 	/* the service's first byte: egress accounts for the stream from here */
 	conn.eg_seq = skops->snd_nxt;
 	conn.flags = XPS_CONN_EGRESS;
-	if (bpf_map_update_elem(&xps_conns, &cookie, &conn, BPF_ANY))
+	if (bpf_map_update_elem(&xps_conns, &cookie, &conn, BPF_ANY)) {
+		__sync_fetch_and_add(&cfg->unrecorded, 1);
 		return 1;
+	}
 	/*
 	 * The native hook needs no enrolment, but handlers keep their
 	 * per-connection state here (xps_conn_state()) on both backends.
@@ -523,6 +525,7 @@ int xps_sockops(struct bpf_sock_ops *skops)
 	if (cfg->backend_tcp == XPS_BACKEND_SOCKMAP &&
 	    bpf_sock_hash_update(skops, &xps_sockhash, &cookie, BPF_NOEXIST)) {
 		bpf_map_delete_elem(&xps_conns, &cookie);
+		__sync_fetch_and_add(&cfg->unrecorded, 1);
 		return 1;
 	}
 	/* to forget the connection when it closes */

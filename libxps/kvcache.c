@@ -24,6 +24,7 @@
 
 #define SKIP_SLOTS		1024
 #define SKIP_NS_DEFAULT		(100 * 1000 * 1000ULL)
+#define RECHECK_NS_DEFAULT	(10 * 1000 * 1000 * 1000ULL)
 #define ARM_SLOTS		1024	/* captures asked for, by connection */
 #define LEARN_QUEUE		64	/* replies paired, not yet taken */
 
@@ -42,6 +43,8 @@ struct xps_kvcache {
 	void *state;
 	size_t state_len;
 	__u64 skip_ns;
+	/* the last unseen-connections check that found none (clean_ns 0: none) */
+	__u64 recheck_ns, clean_ns, clean_unrecorded;
 	/* keys found not cacheable lately, by hash (0: an empty slot) */
 	__u64 skip_hash[SKIP_SLOTS];
 	__u64 skip_at[SKIP_SLOTS];
@@ -160,6 +163,7 @@ struct xps_kvcache *xps_kvcache__open(const struct xps_context *ctx,
 	snprintf(kc->name, sizeof(kc->name), "%s", xps_context__name(ctx));
 	kc->port = info.pred.lport;
 	kc->skip_ns = OPTS_GET(opts, skip_ns, 0) ?: SKIP_NS_DEFAULT;
+	kc->recheck_ns = OPTS_GET(opts, recheck_ns, 0) ?: RECHECK_NS_DEFAULT;
 	kc->data_fd = xps_context__map_fd(ctx, XPS_CTX_MAP_DATA);
 	kc->misses_fd = xps_context__map_fd(ctx, XPS_CTX_MAP_MISSES);
 	kc->state_fd = xps_context__map_fd(ctx, XPS_CTX_MAP_STATE);
@@ -565,15 +569,31 @@ static int unseen_family(struct xps_kvcache *kc, int family)
 
 int xps_kvcache__unseen_conns(struct xps_kvcache *kc)
 {
+	struct xps_config cfg;
+	__u32 zero = 0;
+	__u64 now;
 	int a, b;
 
 	if (!kc)
 		return libxps_err(-EINVAL);
+	if (bpf_map_lookup_elem(kc->config_fd, &zero, &cfg))
+		return libxps_err(-errno);
+	now = now_ns();
+	/* every connection since the last clean check was recorded */
+	if (kc->clean_ns && cfg.unrecorded == kc->clean_unrecorded &&
+	    now - kc->clean_ns < kc->recheck_ns)
+		return 0;
+	kc->clean_ns = 0;
 	a = unseen_family(kc, AF_INET);
 	if (a < 0)
 		return libxps_err(a);
 	b = unseen_family(kc, AF_INET6);
 	if (b < 0)
 		return libxps_err(b);
+	if (!a && !b) {
+		/* the count read before the walk: a failure since shows */
+		kc->clean_ns = now ?: 1;
+		kc->clean_unrecorded = cfg.unrecorded;
+	}
 	return a + b;
 }

@@ -171,7 +171,8 @@ def profile_text(tag, report):
         agg = {}
         for pct, comm, dso, sym in rows:
             k = key(comm, dso, sym)
-            agg[k] = agg.get(k, 0.0) + pct
+            if k is not None:
+                agg[k] = agg.get(k, 0.0) + pct
         out = ["## " + title, ""]
         for k, v in sorted(agg.items(), key=lambda kv: -kv[1])[:limit]:
             out.append("%6.2f%%  %s" % (100 * v / busy, k))
@@ -182,8 +183,19 @@ def profile_text(tag, report):
     lines += table("by command", lambda c, d, s: c, 15)
     lines += table("by object (bpf = every BPF program)",
                    lambda c, d, s: "bpf" if d.startswith("bpf_prog_") else d, 15)
-    lines += table("by symbol", lambda c, d, s: s if not d.startswith("bpf_prog_")
-                   else "bpf: " + s.split("_", 3)[-1], 60)
+    def symname(dso, sym):
+        return sym if not dso.startswith("bpf_prog_") else "bpf: " + sym.split("_", 3)[-1]
+
+    lines += table("by symbol", lambda c, d, s: symname(d, s), 60)
+    # per command: a softirq is charged to the task it interrupted, so
+    # the server's row holds kernel work done while it was on the CPU
+    comms = {}
+    for pct, comm, _, _ in rows:
+        comms[comm] = comms.get(comm, 0.0) + pct
+    for comm in sorted((c for c, v in comms.items() if v >= 0.03 * busy),
+                       key=lambda c: -comms[c]):
+        lines += table("by symbol, %s only (percent of all busy samples)" % comm,
+                       lambda c, d, s, want=comm: symname(d, s) if c == want else None, 16)
     return "\n".join(lines) + "\n"
 
 

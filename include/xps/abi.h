@@ -331,6 +331,12 @@ struct xps_config {
 	 * A filler fetches nothing while it is not 0.
 	 */
 	__u64 unacked_writes;
+	/*
+	 * Accepted TCP connections a context's predicate matched and
+	 * xps_sockops could not record (xps_conns or the sockhash full):
+	 * connections XPS does not see, made after the context existed.
+	 */
+	__u64 unrecorded;
 };
 
 enum xps_config_flags {
@@ -378,6 +384,6 @@ _Static_assert(sizeof(struct xps_ctx_info) == 264, "xps_ctx_info layout");
 _Static_assert(sizeof(struct xps_run) == 64, "xps_run layout");
 _Static_assert(sizeof(struct xps_reply) == 32, "xps_reply layout");
 _Static_assert(sizeof(struct xps_conn) == 136, "xps_conn layout");
-_Static_assert(sizeof(struct xps_config) == 32, "xps_config layout");
+_Static_assert(sizeof(struct xps_config) == 40, "xps_config layout");
 
 #endif /* __XPS_ABI_H */

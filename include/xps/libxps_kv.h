@@ -49,9 +49,16 @@ struct xps_kvcache_opts {
 	 * for nothing.
 	 */
 	__u64 skip_ns;
+	/*
+	 * How long xps_kvcache__unseen_conns() trusts a check that found
+	 * every connection seen, in ns, while XPS has recorded every
+	 * connection it accepted since; 0: 10 s.  Each check walks the
+	 * kernel's whole table of TCP connections.
+	 */
+	__u64 recheck_ns;
 	size_t :0;
 };
-#define xps_kvcache_opts__last_field skip_ns
+#define xps_kvcache_opts__last_field recheck_ns
 
 /*
  * The kv-cache of @ctx: its handler must declare the data map, the miss
@@ -146,7 +153,11 @@ LIBXPS_API int xps_kvcache__learn_commit(struct xps_kvcache *kc,
 /*
  * Established TCP connections to the context's port that XPS keeps no
  * record of (accepted before the context existed, say): writes on them
- * bypass the handler.  Their number, or a negative errno.
+ * bypass the handler.  Their number, or a negative errno.  A connection
+ * accepted once the context exists is recorded, so after a check that
+ * found none, the next one walks the connections again only if XPS
+ * failed to record one since (struct xps_config.unrecorded) or
+ * opts->recheck_ns have passed; until then it returns 0 at once.
  */
 LIBXPS_API int xps_kvcache__unseen_conns(struct xps_kvcache *kc);
 

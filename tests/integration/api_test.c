@@ -11,11 +11,13 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <bpf/bpf.h>
 
 #include "libxps.h"
 #include <xps/kv.h>
@@ -325,17 +327,53 @@ static void churn(int lfd, int port)
 	}
 }
 
+/* Forget the record XPS keeps of the connection accepted as @fd. */
+static int forget_record(int fd)
+{
+	__u64 cookie;
+	socklen_t len = sizeof(cookie);
+	int conns = xps_framework__map_fd(XPS_FW_MAP_CONNS), err;
+
+	if (conns < 0)
+		return -1;
+	err = getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &len) ||
+	      bpf_map_delete_elem(conns, &cookie);
+	close(conns);
+	return err ? -1 : 0;
+}
+
+/* Count one more connection xps_sockops could not record. */
+static int note_unrecorded(void)
+{
+	int fd = xps_framework__map_fd(XPS_FW_MAP_CONFIG), err;
+	struct xps_config cfg;
+	__u32 zero = 0;
+
+	if (fd < 0)
+		return -1;
+	err = bpf_map_lookup_elem(fd, &zero, &cfg);
+	if (!err) {
+		cfg.unrecorded++;
+		err = bpf_map_update_elem(fd, &zero, &cfg, BPF_ANY);
+	}
+	close(fd);
+	return err ? -1 : 0;
+}
+
 /*
  * xps_kvcache__unseen_conns(): a connection made before the context is
  * one, one made after it is not, and neither is one that closes while
- * the check runs (a client hanging up is no connection XPS missed).
+ * the check runs (a client hanging up is no connection XPS missed).  A
+ * check that found none is trusted until XPS fails to record one.
  */
 static void unseen_checks(const char *obj_redis)
 {
 	struct xps_predicate p = { .proto = IPPROTO_TCP, .lport = 17258 };
-	int lfd, old[2], late[2], i, n, bad = 0, checks = 2000;
+	DECLARE_XPS_OPTS(xps_kvcache_opts, always, .recheck_ns = 1);
+	int lfd, old[2] = { -1, -1 }, late[2] = { -1, -1 };
+	int i, n, bad = 0, checks = 2000;
+	struct xps_kvcache *kc = NULL, *kca = NULL;
 	struct xps_context *ctx = NULL;
-	struct xps_kvcache *kc = NULL;
 	pid_t pid;
 
 	printf("kv-cache: connections XPS does not see\n");
@@ -345,28 +383,42 @@ static void unseen_checks(const char *obj_redis)
 		return;
 	if (tcp_pair(lfd, 17258, old)) {
 		CHECK(0, "a connection before the context");
-		close(lfd);
-		return;
+		goto out;
 	}
 	ctx = xps_context__create_pred(obj_redis, &p, NULL);
 	CHECK(ctx, "a Redis context: %s", last_warn);
 	kc = ctx ? xps_kvcache__open(ctx, NULL) : NULL;
-	CHECK(kc, "xps_kvcache__open: %s", last_warn);
-	if (!kc)
+	kca = ctx ? xps_kvcache__open(ctx, &always) : NULL;
+	CHECK(kc && kca, "xps_kvcache__open: %s", last_warn);
+	if (!kc || !kca)
 		goto out;
 	n = xps_kvcache__unseen_conns(kc);
 	CHECK(n == 1, "the connection made before the context is unseen (%d)", n);
-	if (!tcp_pair(lfd, 17258, late)) {
-		n = xps_kvcache__unseen_conns(kc);
-		CHECK(n == 1, "one made after it is seen (%d unseen)", n);
-		close(late[0]);
-		close(late[1]);
-	} else {
+	if (tcp_pair(lfd, 17258, late)) {
 		CHECK(0, "a connection after the context");
+		goto out;
 	}
+	n = xps_kvcache__unseen_conns(kc);
+	CHECK(n == 1, "one made after it is seen (%d unseen)", n);
 	close(old[0]);
 	close(old[1]);
 	old[0] = old[1] = -1;
+	n = xps_kvcache__unseen_conns(kc);
+	CHECK(n == 0, "none once it is closed (%d)", n);
+
+	/* a clean check is trusted until a connection goes unrecorded */
+	CHECK(!forget_record(late[1]), "forget a connection's record: %s",
+	      strerror(errno));
+	n = xps_kvcache__unseen_conns(kca);
+	CHECK(n == 1, "a connection without a record is unseen (%d)", n);
+	n = xps_kvcache__unseen_conns(kc);
+	CHECK(n == 0, "a clean check is trusted (%d)", n);
+	CHECK(!note_unrecorded(), "count an unrecorded connection");
+	n = xps_kvcache__unseen_conns(kc);
+	CHECK(n == 1, "not once XPS failed to record one (%d)", n);
+	close(late[0]);
+	close(late[1]);
+	late[0] = late[1] = -1;
 	n = xps_kvcache__unseen_conns(kc);
 	CHECK(n == 0, "none once it is closed (%d)", n);
 
@@ -378,7 +430,7 @@ static void unseen_checks(const char *obj_redis)
 	if (pid < 0)
 		goto out;
 	for (i = 0; i < checks; i++) {
-		n = xps_kvcache__unseen_conns(kc);
+		n = xps_kvcache__unseen_conns(kca);
 		if (n)
 			bad++;
 	}
@@ -387,10 +439,13 @@ static void unseen_checks(const char *obj_redis)
 	CHECK(!bad, "connections that close during the check are not unseen: "
 	      "%d of %d checks counted some", bad, checks);
 out:
-	if (old[0] >= 0) {
-		close(old[0]);
-		close(old[1]);
+	for (i = 0; i < 2; i++) {
+		if (old[i] >= 0)
+			close(old[i]);
+		if (late[i] >= 0)
+			close(late[i]);
 	}
+	xps_kvcache__close(kca);
 	xps_kvcache__close(kc);
 	xps_context__delete(ctx);
 	close(lfd);
