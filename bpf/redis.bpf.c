@@ -64,19 +64,46 @@ static __always_inline int stage_bulk(struct xps_kv_walk *w,
 	return 0;
 }
 
+/*
+ * xps_redis_parse_get() of the request at @off of sc->in into
+ * sc->req.keys[0]: a global function, verified once (inlined in the
+ * walk's callback, it took the verifier past its limit).
+ */
+__attribute__((noinline))
+__u32 xps_redis_get_at(struct xps_kv_scratch *sc, __u32 len, __u32 off)
+{
+	if (!sc)
+		return 0;
+	return xps_redis_parse_get(sc->in, len, off, &sc->req.keys[0]);
+}
+
 static long walk_one(__u32 i, void *ctx)
 {
 	struct xps_kv_walk *w = ctx;
 	struct xps_kv_req *req = &w->sc->req;
 	struct redis_state *st = w->st;
 	struct xps_kv_value *v;
+	__u32 n;
 	int kind;
 
 	if (w->off >= w->len) {
 		w->done = 1;
 		return 1;
 	}
-	kind = xps_redis_parse(w->sc->in, w->len, w->off, req);
+	/*
+	 * A pipelined GET is what the single-GET recognizer knows: what
+	 * the full parser would say of it, for a tenth of the instructions.
+	 */
+	n = xps_redis_get_at(w->sc, w->len, w->off);
+	if (n && req->keys[0].len <= REDIS_KEY_MAX) {
+		req->kind = XPS_REQ_SERVE;
+		req->flags = 0;
+		req->req_len = n;
+		req->nkeys = 1;
+		kind = XPS_REQ_SERVE;
+	} else {
+		kind = xps_redis_parse(w->sc->in, w->len, w->off, req);
+	}
 	/* one reply per request, but for the ones Redis ignores */
 	if (kind != XPS_REQ_INCOMPLETE && kind != XPS_REQ_MALFORMED)
 		xps_kv_count(w);
