@@ -85,8 +85,7 @@ int filler_hostport(const char *arg, const char *option, char *host,
 	return 0;
 }
 
-/* The id of @xc's data map, which names the context for good; 0: none. */
-static __u32 data_map_id(struct xps_context *xc)
+__u32 filler_data_map_id(struct xps_context *xc)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
@@ -97,16 +96,21 @@ static __u32 data_map_id(struct xps_context *xc)
 	return info.id;
 }
 
-bool filler_context_gone(struct filler *f)
+bool filler_context_gone_id(const char *name, __u32 data_id)
 {
-	struct xps_context *xc = xps_context__open(f->name);
+	struct xps_context *xc = xps_context__open(name);
 	__u32 id;
 
 	if (!xc)
 		return errno == ENOENT;
-	id = data_map_id(xc);
+	id = filler_data_map_id(xc);
 	xps_context__close(xc);
-	return id && f->data_id && id != f->data_id;
+	return id && data_id && id != data_id;
+}
+
+bool filler_context_gone(struct filler *f)
+{
+	return filler_context_gone_id(f->name, f->data_id);
 }
 
 int filler_open(struct filler *f, const char *ctxname)
@@ -120,7 +124,7 @@ int filler_open(struct filler *f, const char *ctxname)
 		flog("no context '%s'", ctxname);
 		return -1;
 	}
-	f->data_id = data_map_id(xc);
+	f->data_id = filler_data_map_id(xc);
 	f->kc = xps_kvcache__open(xc, NULL);
 	xps_context__close(xc);
 	if (!f->kc) {

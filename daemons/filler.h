@@ -49,6 +49,10 @@ int filler_open(struct filler *f, const char *ctxname);
  * must exit, not fill maps nobody reads while it talks to the server.
  */
 bool filler_context_gone(struct filler *f);
+/* The same for context @name whose data map had the id @data_id. */
+bool filler_context_gone_id(const char *name, __u32 data_id);
+/* The id of @xc's data map, which names the context for good; 0: none. */
+__u32 filler_data_map_id(struct xps_context *xc);
 /* Split "HOST:PORT" (the last colon) into @host and @port; complains
  * naming @option and returns -1 when @arg is not of that form.
  */

@@ -477,7 +477,8 @@ int main(int argc, char **argv)
 	unsigned int want_bus = 0;
 	__u8 rnd[CLUSTER_NAMELEN / 2];
 	int o, i, check = 0, ret = 1;
-	__u64 t0, left;
+	__u64 t0, left, last_gone_check = 0;
+	__u32 data_id;
 
 	x.bus_fd = -1;
 	x.redis.fd = -1;
@@ -567,8 +568,17 @@ int main(int argc, char **argv)
 	       (unsigned long long)(x.max_age_ns / 1000000), x.interval_ms,
 	       x.probe_name);
 
+	data_id = filler_data_map_id(x.xc);
 	while (!stop) {
 		t0 = now_ns();
+		if (t0 - last_gone_check >= 1000000000ull) {
+			/* once a second: removed, or replaced by another? */
+			last_gone_check = t0;
+			if (filler_context_gone_id(name, data_id)) {
+				logmsg("context '%s' was removed: exiting", name);
+				break;
+			}
+		}
 		if (x.redis.fd < 0 && resp_connect(&x.redis, host, port) == 0)
 			resp_set_timeout(&x.redis, 1000);
 		why = x.redis.fd < 0 ? "no connection to Redis" : round_once(&x);

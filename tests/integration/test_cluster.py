@@ -447,9 +447,22 @@ def test_stopped_node_is_flagged(cl):
     wait_for(lambda: cl.tx() > t0, timeout=10, what="the kernel answering again")
 
 
+def test_daemon_exits_with_its_context(cl):
+    """xps-clusterd exits once its context is removed behind the
+    service's back: it would otherwise keep probing for nobody.  Last:
+    the service has no handler afterwards."""
+    pid = cl.daemon_pid()
+    xpsctl("handler", "detach", SVC + "-ping")
+    wait_for(lambda: not os.path.exists("/proc/%d" % pid), timeout=10,
+             what="xps-clusterd to exit when its context is gone")
+    with open("/run/xps/%s.log" % SVC) as f:
+        if "was removed: exiting" not in f.read():
+            raise AssertionError("xps-clusterd did not say why it exited")
+
+
 TESTS = [test_pongs_keep_cluster_healthy, test_ping_received_short_by_tx,
          test_pass_unknown_partial_malformed, test_stale_template_not_served,
-         test_stopped_node_is_flagged]
+         test_stopped_node_is_flagged, test_daemon_exits_with_its_context]
 
 
 def main():
