@@ -204,8 +204,8 @@ static long walk_one(__u32 i, void *ctx)
 }
 
 /*
- * The common case, a TCP segment that is one get/gets of one key: no
- * walk.  The request is counted.  Returns the reply's length when it is
+ * The common case, a TCP segment or a UDP datagram that is one get/gets
+ * of one key: no walk.  The request is counted.  Returns the reply's length when it is
  * staged, 0 to pass (a miss).  Its own subprogram: its frames stay off
  * the walk's stack.
  */
@@ -284,6 +284,19 @@ int xps_memcached(struct __sk_buff *skb)
 		w.off = XPS_MC_UDP_HDR_LEN;
 		w.base = XPS_MC_UDP_HDR_LEN;
 		w.out_len = XPS_MC_UDP_HDR_LEN;
+		/* the common case: the datagram is one get (see serve_one()) */
+		if (w.serve && n == w.seg_len && n > XPS_MC_UDP_HDR_LEN &&
+		    xps_mc_parse_get(sc->in + XPS_MC_UDP_HDR_LEN,
+				     n - XPS_MC_UDP_HDR_LEN, &sc->req.keys[0],
+				     &cas) == n - XPS_MC_UDP_HDR_LEN) {
+			/* offsets in sc->in are the datagram's */
+			sc->req.keys[0].off += XPS_MC_UDP_HDR_LEN;
+			sc->req.flags = cas ? XPS_F_CAS : 0;
+			sc->req.nkeys = 1;
+			if (!serve_one(&w))
+				return xps_pass(skb);
+			w.gets = 1;
+		}
 	} else if (!w.cs) {
 		w.serve = 0;	/* TCP without a record: state unknown */
 	} else if (w.serve && n == w.seg_len &&

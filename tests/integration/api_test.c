@@ -304,6 +304,18 @@ static int tcp_pair(int lfd, int port, int fds[2])
 	return 0;
 }
 
+/* Close both ends (those still open) of a tcp_pair(). */
+static void close_pair(int fds[2])
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
 #define CHURN_CONNS	48
 
 /*
@@ -316,8 +328,7 @@ static void churn(int lfd, int port)
 
 	for (;;) {
 		if (n == CHURN_CONNS) {
-			close(pairs[i][0]);
-			close(pairs[i][1]);
+			close_pair(pairs[i]);
 			n--;
 		}
 		if (tcp_pair(lfd, port, pairs[i]))
@@ -400,9 +411,7 @@ static void unseen_checks(const char *obj_redis)
 	}
 	n = xps_kvcache__unseen_conns(kc);
 	CHECK(n == 1, "one made after it is seen (%d unseen)", n);
-	close(old[0]);
-	close(old[1]);
-	old[0] = old[1] = -1;
+	close_pair(old);
 	n = xps_kvcache__unseen_conns(kc);
 	CHECK(n == 0, "none once it is closed (%d)", n);
 
@@ -416,9 +425,7 @@ static void unseen_checks(const char *obj_redis)
 	CHECK(!note_unrecorded(), "count an unrecorded connection");
 	n = xps_kvcache__unseen_conns(kc);
 	CHECK(n == 1, "not once XPS failed to record one (%d)", n);
-	close(late[0]);
-	close(late[1]);
-	late[0] = late[1] = -1;
+	close_pair(late);
 	n = xps_kvcache__unseen_conns(kc);
 	CHECK(n == 0, "none once it is closed (%d)", n);
 
@@ -439,12 +446,8 @@ static void unseen_checks(const char *obj_redis)
 	CHECK(!bad, "connections that close during the check are not unseen: "
 	      "%d of %d checks counted some", bad, checks);
 out:
-	for (i = 0; i < 2; i++) {
-		if (old[i] >= 0)
-			close(old[i]);
-		if (late[i] >= 0)
-			close(late[i]);
-	}
+	close_pair(old);
+	close_pair(late);
 	xps_kvcache__close(kca);
 	xps_kvcache__close(kc);
 	xps_context__delete(ctx);
