@@ -365,10 +365,12 @@ def warm_until(b, load, ctx="bench", want=0.9, rounds=20):
 @contextlib.contextmanager
 def attempt(b, exp, server):
     """One experiment against @server, already spawned in the guest: a
-    failure is recorded as not run, and the server is stopped either way."""
+    failure is recorded as not run, and the server is stopped either way.
+    A client that fails here (missing, or exiting non-zero) is a failure of
+    the experiment, not of the whole run."""
     try:
         yield
-    except (AgentError, RuntimeError) as e:
+    except (AgentError, RuntimeError, subprocess.SubprocessError, OSError) as e:
         NOT_RUN.append((exp, str(e)))
         say("  %s FAILED: %s" % (exp, e))
     finally:
