@@ -22,8 +22,8 @@
  * bytes would fit: the verifier then knows that every store of the loop
  * lands in @dst, from @at and the step's offset alone, and the loop needs
  * no index mask or bounds test per step (a reply whose last value starts
- * in the stage's last KiB is passed).  Half the instructions per byte of
- * the masked loop.
+ * in the stage's last KiB is passed).  43 BPF instructions per 32 bytes,
+ * where the masked loop took about 60.
  */
 __attribute__((noinline))
 __u64 xps_stage_copy_sum(struct xps_stage *dst, __u32 at,

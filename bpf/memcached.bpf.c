@@ -205,9 +205,9 @@ static long walk_one(__u32 i, void *ctx)
 
 /*
  * The common case, a TCP segment or a UDP datagram that is one get/gets
- * of one key: no walk.  The request is counted.  Returns the reply's length when it is
- * staged, 0 to pass (a miss).  Its own subprogram: its frames stay off
- * the walk's stack.
+ * of one key: no walk.  The request is counted.  Returns the reply's
+ * length when it is staged, 0 to pass (a miss).  Its own subprogram: its
+ * frames stay off the walk's stack.
  */
 static __noinline __u32 serve_one(struct xps_kv_walk *w)
 {

@@ -92,7 +92,8 @@ static long walk_one(__u32 i, void *ctx)
 	}
 	/*
 	 * A pipelined GET is what the single-GET recognizer knows: what
-	 * the full parser would say of it, for a tenth of the instructions.
+	 * the full parser would say of it, without its argument walk and
+	 * number parser.
 	 */
 	n = xps_redis_get_at(w->sc, w->len, w->off);
 	if (n && req->keys[0].len <= REDIS_KEY_MAX) {
