@@ -203,6 +203,9 @@ void filler_idle(struct filler *f)
 		f->idle_us *= 2;
 	else
 		f->idle_us = FILLER_IDLE_MAX_US;
+	/* a capture ends the wait: its GET's key misses until learned */
+	if (f->kc && xps_kvcache__learn_wait(f->kc, f->idle_us) >= 0)
+		return;
 	ts.tv_sec = 0;
 	ts.tv_nsec = f->idle_us * 1000L;
 	nanosleep(&ts, NULL);

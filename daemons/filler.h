@@ -73,7 +73,8 @@ void filler_close(struct filler *f);
  * miss was taken, twice as long after every empty poll up to
  * FILLER_IDLE_MAX_US, so an idle filler wakes 100 times a second instead of
  * 5,000 and a busy one still drains the queue at once.  A miss is passed to
- * the service meanwhile: waiting longer costs hits, never an answer.
+ * the service meanwhile: waiting longer costs hits, never an answer.  A
+ * reply the handler captured (xps_kvcache__learn_wait()) ends the wait.
  */
 #define FILLER_IDLE_MIN_US	200
 #define FILLER_IDLE_MAX_US	10000

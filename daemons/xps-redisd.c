@@ -185,27 +185,119 @@ static int reply_bulk(const struct xps_kv_learned *l, void *dst, size_t cap)
 }
 
 /*
+ * What PTTL said about a key, asked after a GET of it missed, by the
+ * stamps that GET read: it holds for the value of any reply learned with
+ * the same stamps.  The GET asked only once no write of the key was
+ * unanswered, so every write those stamps reflect was executed before the
+ * PTTL; a write executed later was seen by the handler first and changed
+ * the stamps (docs/coherence.md).  Direct-mapped by the key's hash: an
+ * entry overwritten only costs another PTTL.
+ */
+#define TTL_SLOTS	1024
+
+struct ttl_seen {
+	struct xps_kv_key key;
+	__u64 version;
+	__u32 cgen;
+	bool used;
+	bool never;		/* PTTL said -1: the key never expires */
+};
+
+static struct ttl_seen ttls[TTL_SLOTS];
+
+static struct ttl_seen *ttl_slot(const struct xps_kv_key *key)
+{
+	return &ttls[xps_kv_hkey_of(key).hash % TTL_SLOTS];
+}
+
+static const struct ttl_seen *ttl_find(const struct xps_kv_key *key,
+				       __u64 version, __u32 cgen)
+{
+	const struct ttl_seen *t = ttl_slot(key);
+
+	if (!t->used || t->version != version || t->cgen != cgen ||
+	    t->key.len != key->len || memcmp(t->key.b, key->b, key->len))
+		return NULL;
+	return t;
+}
+
+static void ttl_put(const struct xps_kv_key *key, __u64 version, __u32 cgen,
+		    bool never)
+{
+	struct ttl_seen *t = ttl_slot(key);
+
+	t->key = *key;
+	t->version = version;
+	t->cgen = cgen;
+	t->never = never;
+	t->used = true;
+}
+
+/* Commit @l's value if PTTL said its key never expires; else skip it. */
+static int learn_one(struct ctx *x, const struct xps_kv_learned *l,
+		     struct xps_kv_value *val, bool never)
+{
+	/* an expiring key would be served past its death */
+	if (!never) {
+		xps_kvcache__fill_skip(x->f.kc, &l->key);
+		x->f.skipped++;
+		return 0;
+	}
+	if (xps_kvcache__learn_commit(x->f.kc, l, val))
+		return -1;
+	x->f.fills++;
+	if (verbose > 1)
+		logmsg("learned %.*s (%u bytes)", (int)l->key.len, l->key.b,
+		       val->len);
+	return 0;
+}
+
+/*
  * GETs' replies the handler asked for (docs/coherence.md, "Learning from
  * the server's replies"), up to LEARN_BATCH at a time: each value is its
  * reply's; PTTL says whether the key expires, which a reply does not.
- * The PTTLs go out in one write of at most one segment's bytes (a command
- * split over segments makes the handler invalidate everything) and their
- * replies are read in order.  The number of replies taken (0: none now),
- * or -1 when the connection to Redis failed.
+ * PTTL is asked as soon as a GET misses (xps_kvcache__asked_next()), in
+ * the same round trip as the PTTLs of replies already learned, so that a
+ * value whose reply comes later is committed without waiting for Redis
+ * again: a round trip to a busy Redis was measured at 6 ms of its time,
+ * during which every GET of the key misses.  The PTTLs go out in one
+ * write that the handler walks whole: at most XPS_MAX_REQS_PER_SEG
+ * requests in LEARN_BYTES (a segment it cannot walk to the end makes it
+ * invalidate every key).  Their replies are read in order.  The number
+ * of replies and keys taken (0: none now), or -1 when the connection to
+ * Redis failed.
  */
-#define LEARN_BATCH	8	/* 8 PTTLs of 128-byte keys: 1,200 bytes */
+#define LEARN_BATCH	32	/* bpf/proto/common.bpf.h: XPS_MAX_REQS_PER_SEG */
+#define LEARN_BYTES	2000	/* XPS_SCRATCH (2048) */
+/* "*2\r\n$4\r\nPTTL\r\n$<len>\r\n<key>\r\n" */
+#define PTTL_CMD(len)	(23 + (len))
 
 static int learn_batch(struct ctx *x)
 {
-	static struct xps_kv_learned l[LEARN_BATCH];
+	static struct xps_kv_learned l[LEARN_BATCH], held;
 	static struct xps_kv_value val[LEARN_BATCH];
-	char out[LEARN_BATCH * (REDIS_KEY_MAX + 32)], line[256], t;
+	static struct xps_kv_asked ask[LEARN_BATCH];
+	static bool holding;	/* @held was taken and did not fit */
+	struct {
+		const struct xps_kv_key *key;
+		__u64 version;
+		__u32 cgen;
+	} q[LEARN_BATCH];
+	char out[LEARN_BYTES], line[256], t;
 	const char *argv[2] = { "PTTL", NULL };
-	size_t lens[2] = { 4, 0 }, used = 0;
-	int n = 0, taken = 0, i, k;
+	size_t lens[2] = { 4, 0 }, used = 0, need = 0;
+	int n = 0, na = 0, nq = 0, taken = 0, i, k;
+	const struct ttl_seen *ts;
 	long long ttl;
 
-	while (n < LEARN_BATCH && !xps_kvcache__learn_next(x->f.kc, &l[n])) {
+	/* replies learned: committed now if PTTL was asked already */
+	while (nq < LEARN_BATCH) {
+		if (holding) {
+			l[n] = held;
+			holding = false;
+		} else if (xps_kvcache__learn_next(x->f.kc, &l[n])) {
+			break;
+		}
 		taken++;
 		if (x->why[0] || l[n].key.len > REDIS_KEY_MAX)
 			continue;
@@ -218,33 +310,62 @@ static int learn_batch(struct ctx *x)
 			continue;
 		}
 		val[n].len = k;
-		argv[1] = (const char *)l[n].key.b;
-		lens[1] = l[n].key.len;
-		k = resp_encode(out + used, sizeof(out) - used, 2, argv, lens);
-		if (k < 0)
-			return -1;	/* cannot happen: sized for it */
-		used += k;
-		n++;
-	}
-	if (!n)
-		return taken;
-	if (write(x->redis.fd, out, used) != (ssize_t)used)
-		return -1;
-	for (i = 0; i < n; i++) {
-		if (read_reply(&x->redis, &t, &ttl, NULL, 0, line, sizeof(line)))
-			return -1;
-		/* an expiring key would be served past its death */
-		if (t != ':' || ttl != -1) {
-			xps_kvcache__fill_skip(x->f.kc, &l[i].key);
-			x->f.skipped++;
+		ts = ttl_find(&l[n].key, l[n].version, l[n].cgen);
+		if (ts) {
+			if (learn_one(x, &l[n], &val[n], ts->never))
+				return -1;
 			continue;
 		}
-		if (xps_kvcache__learn_commit(x->f.kc, &l[i], &val[i]))
+		if (need + PTTL_CMD(l[n].key.len) > sizeof(out)) {
+			held = l[n];	/* the next batch's first */
+			holding = true;
+			break;
+		}
+		need += PTTL_CMD(l[n].key.len);
+		q[nq].key = &l[n].key;
+		q[nq].version = l[n].version;
+		q[nq].cgen = l[n].cgen;
+		nq++;
+		n++;
+	}
+	/* keys whose GET missed, their replies still to come */
+	while (nq < LEARN_BATCH && !holding &&
+	       !xps_kvcache__asked_next(x->f.kc, &ask[na])) {
+		taken++;
+		if (x->why[0] || ask[na].key.len > REDIS_KEY_MAX ||
+		    ttl_find(&ask[na].key, ask[na].version, ask[na].cgen))
+			continue;
+		if (need + PTTL_CMD(ask[na].key.len) > sizeof(out))
+			break;	/* asked again when its reply comes */
+		need += PTTL_CMD(ask[na].key.len);
+		q[nq].key = &ask[na].key;
+		q[nq].version = ask[na].version;
+		q[nq].cgen = ask[na].cgen;
+		nq++;
+		na++;
+	}
+	if (!nq)
+		return taken;
+	for (i = 0; i < nq; i++) {
+		argv[1] = (const char *)q[i].key->b;
+		lens[1] = q[i].key->len;
+		k = resp_encode(out + used, sizeof(out) - used, 2, argv, lens);
+		if (k < 0)
+			return -1;	/* cannot happen: PTTL_CMD() fits */
+		used += k;
+	}
+	if (write(x->redis.fd, out, used) != (ssize_t)used)
+		return -1;
+	for (i = 0; i < nq; i++) {
+		if (read_reply(&x->redis, &t, &ttl, NULL, 0, line, sizeof(line)))
 			return -1;
-		x->f.fills++;
-		if (verbose > 1)
-			logmsg("learned %.*s (%u bytes)", (int)l[i].key.len,
-			       l[i].key.b, val[i].len);
+		ttl_put(q[i].key, q[i].version, q[i].cgen,
+			t == ':' && ttl == -1);
+	}
+	for (i = 0; i < n; i++) {
+		ts = ttl_find(&l[i].key, l[i].version, l[i].cgen);
+		if (learn_one(x, &l[i], &val[i], ts && ts->never))
+			return -1;
 	}
 	return taken;
 }

@@ -5,12 +5,14 @@
  * the filler shares with the handler, and the check that every connection
  * to the service is one XPS sees.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <linux/inet_diag.h>
@@ -26,7 +28,20 @@
 #define SKIP_NS_DEFAULT		(100 * 1000 * 1000ULL)
 #define RECHECK_NS_DEFAULT	(10 * 1000 * 1000 * 1000ULL)
 #define ARM_SLOTS		1024	/* captures asked for, by connection */
-#define LEARN_QUEUE		64	/* replies paired, not yet taken */
+/* replies paired, and keys asked about, not yet taken: one per key */
+#define KQ_SIZE			256
+
+/*
+ * A queue of entries that each begin with a struct xps_kv_key, in an
+ * array of KQ_SIZE beside it, at most one per key (kq_slot()).
+ */
+struct kq {
+	unsigned int head, tail;
+	__u64 hash[KQ_SIZE];	/* xps_kv_hkey_of() of each entry's key */
+};
+_Static_assert(offsetof(struct xps_kv_learned, key) == 0 &&
+	       offsetof(struct xps_kv_asked, key) == 0,
+	       "a queued entry begins with its key");
 
 /* A capture asked for (struct xps_cap_arm), waiting for its reply. */
 struct kv_arm {
@@ -54,8 +69,12 @@ struct xps_kvcache {
 	__u32 ring_id;
 	struct ring_buffer *rb;
 	struct kv_arm arms[ARM_SLOTS];
-	struct xps_kv_learned learned[LEARN_QUEUE];
-	unsigned int lq_head, lq_tail;
+	struct xps_kv_learned learned[KQ_SIZE];
+	struct kq lq;
+	/* from the first xps_kvcache__asked_next() on */
+	bool asking;
+	struct xps_kv_asked asked[KQ_SIZE];
+	struct kq aq;
 };
 
 /* Take our ring out of the framework's slot, unless another took it. */
@@ -317,18 +336,71 @@ int xps_kvcache__miss_retry(struct xps_kvcache *kc,
 /* ---- learning from the server's replies ------------------------------- */
 
 /*
+ * The entry of @key (tidy) in @q, whose entries of @stride bytes are at
+ * @ents: the one queued already, or a new one at the tail; -1 when the
+ * queue is full.
+ */
+static int kq_slot(struct kq *q, const void *ents, size_t stride,
+		   const struct xps_kv_key *key)
+{
+	__u64 hash = xps_kv_hkey_of(key).hash;
+	unsigned int i, k;
+
+	for (i = q->head; i != q->tail; i++) {
+		k = i % KQ_SIZE;
+		if (q->hash[k] == hash &&
+		    !memcmp((const char *)ents + k * stride, key, sizeof(*key)))
+			return k;
+	}
+	if (q->tail - q->head == KQ_SIZE)
+		return -1;
+	k = q->tail++ % KQ_SIZE;
+	q->hash[k] = hash;
+	return k;
+}
+
+/* Queue an ARM's key for xps_kvcache__asked_next(), once per key. */
+static void ask_queue(struct xps_kvcache *kc, const struct xps_kv_arm *tag)
+{
+	struct xps_kv_key key = tag->key;
+	struct xps_kv_asked *q;
+	int k;
+
+	if (!kc->asking)
+		return;
+	key_tidy(&key);
+	k = kq_slot(&kc->aq, kc->asked, sizeof(kc->asked[0]), &key);
+	if (k < 0)
+		return;		/* its reply will be asked about */
+	q = &kc->asked[k];
+	q->key = key;
+	q->version = tag->version;
+	q->cgen = tag->cgen;
+	q->pad = 0;
+}
+
+/*
  * One record of the capture ring: an ARM (a GET missed; its key and
  * stamps) is kept by connection until the REPLY with the same number
  * comes; the pair is queued for xps_kvcache__learn_next().  Anything
  * else (a reply nobody armed, an arm whose reply was not captured) is
  * dropped: learning is only ever a hint.
+ *
+ * A key already queued is replaced in place: its later pair carries the
+ * later stamps, and one PTTL (or `me`) answers for it.  Every GET of a
+ * key that misses asks again until the filler has learned it, so under
+ * load most pairs repeat a queued key.  A full queue drops the pair:
+ * the next miss asks again, with fresher stamps than a pair left waiting
+ * in the ring would have.
  */
 static int on_capture(void *ctx, void *data, size_t size)
 {
 	const struct xps_cap_hdr *h = data;
 	struct xps_kvcache *kc = ctx;
 	struct xps_kv_learned *l;
+	struct xps_kv_key key;
 	struct kv_arm *a;
+	int k;
 
 	if (size < sizeof(*h))
 		return 0;
@@ -345,6 +417,7 @@ static int on_capture(void *ctx, void *data, size_t size)
 		}
 		a->cookie = h->cookie;
 		a->reply = h->reply;
+		ask_queue(kc, &a->tag);
 		return 0;
 	}
 	if (h->kind != XPS_CAP_REPLY || size < sizeof(struct xps_cap_reply) ||
@@ -352,11 +425,13 @@ static int on_capture(void *ctx, void *data, size_t size)
 	    a->cookie != h->cookie || a->reply != h->reply)
 		return 0;
 	a->cookie = 0;		/* one reply per arm */
-	if (kc->lq_tail - kc->lq_head == LEARN_QUEUE)
-		return 0;	/* a hint lost: the next miss asks again */
-	l = &kc->learned[kc->lq_tail++ % LEARN_QUEUE];
-	l->key = a->tag.key;
-	key_tidy(&l->key);
+	key = a->tag.key;
+	key_tidy(&key);
+	k = kq_slot(&kc->lq, kc->learned, sizeof(kc->learned[0]), &key);
+	if (k < 0)
+		return 0;	/* a hint lost */
+	l = &kc->learned[k];
+	l->key = key;
 	l->version = a->tag.version;
 	l->cgen = a->tag.cgen;
 	l->len = h->len;
@@ -364,25 +439,67 @@ static int on_capture(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-int xps_kvcache__learn_next(struct xps_kvcache *kc,
-			    struct xps_kv_learned *out)
+/*
+ * Take the next entry of @q (entries of @stride bytes at @ents) into
+ * @out, reading the ring when it is empty; keys skipped lately are
+ * dropped.  -ENOENT when there is none now.
+ */
+static int kq_next(struct xps_kvcache *kc, struct kq *q, const void *ents,
+		   size_t stride, void *out)
 {
 	int n;
 
-	if (!kc || !out)
-		return libxps_err(-EINVAL);
 	for (;;) {
-		if (kc->lq_head == kc->lq_tail) {
+		if (q->head == q->tail) {
 			n = ring_buffer__consume(kc->rb);
 			if (n < 0)
 				return libxps_err(n);
-			if (kc->lq_head == kc->lq_tail)
+			if (q->head == q->tail)
 				return libxps_err(-ENOENT);
 		}
-		*out = kc->learned[kc->lq_head++ % LEARN_QUEUE];
-		if (!skipped_lately(kc, &out->key))
+		memcpy(out, (const char *)ents + (q->head++ % KQ_SIZE) * stride,
+		       stride);
+		if (!skipped_lately(kc, out))
 			return 0;
 	}
+}
+
+int xps_kvcache__learn_next(struct xps_kvcache *kc,
+			    struct xps_kv_learned *out)
+{
+	if (!kc || !out)
+		return libxps_err(-EINVAL);
+	return kq_next(kc, &kc->lq, kc->learned, sizeof(*out), out);
+}
+
+int xps_kvcache__asked_next(struct xps_kvcache *kc, struct xps_kv_asked *a)
+{
+	if (!kc || !a)
+		return libxps_err(-EINVAL);
+	kc->asking = true;
+	return kq_next(kc, &kc->aq, kc->asked, sizeof(*a), a);
+}
+
+int xps_kvcache__learn_wait(struct xps_kvcache *kc, unsigned int timeout_us)
+{
+	struct timespec ts = {
+		.tv_sec = timeout_us / 1000000,
+		.tv_nsec = (timeout_us % 1000000) * 1000L,
+	};
+	struct epoll_event ev;
+	int fd, n;
+
+	if (!kc)
+		return libxps_err(-EINVAL);
+	if (kc->lq.head != kc->lq.tail || kc->aq.head != kc->aq.tail)
+		return 1;
+	fd = ring_buffer__epoll_fd(kc->rb);
+	n = epoll_pwait2(fd, &ev, 1, &ts, NULL);
+	if (n < 0 && errno == ENOSYS)	/* before Linux 5.11: whole ms */
+		n = epoll_wait(fd, &ev, 1, (timeout_us + 999) / 1000);
+	if (n < 0)
+		return errno == EINTR ? 0 : libxps_err(-errno);
+	return n > 0;
 }
 
 int xps_kvcache__learn_commit(struct xps_kvcache *kc,

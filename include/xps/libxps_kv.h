@@ -138,9 +138,46 @@ struct xps_kv_learned {
 	__u8 reply[XPS_CAP_REPLY_MAX];	/* the server's bytes, verbatim */
 };
 
-/* The next reply learned, or -ENOENT when there is none now. */
+/*
+ * The next reply learned, or -ENOENT when there is none now.  A key
+ * asked about again before it was taken is returned once, with the
+ * later stamps and reply.
+ */
 LIBXPS_API int xps_kvcache__learn_next(struct xps_kvcache *kc,
 				       struct xps_kv_learned *l);
+/*
+ * A GET that missed and asked for its reply, before the reply came: what
+ * the filler can check about the key meanwhile (Redis's PTTL), so that
+ * the value is committed as soon as its reply comes.  Anything the server
+ * says about the key after the GET asked holds for the value its reply
+ * brings, if the value's stamps are still the key's: a write in between
+ * changes them (docs/coherence.md).
+ */
+struct xps_kv_asked {
+	struct xps_kv_key key;
+	__u64 version;			/* the stamps the GET read */
+	__u32 cgen;
+	__u32 pad;
+};
+
+/*
+ * The next key asked about since the last call (one per key, with its
+ * latest stamps), or -ENOENT when there is none now.  Keys are kept for
+ * it from its first call on, up to 256: one that does not fit is
+ * returned by xps_kvcache__learn_next() all the same, once its reply
+ * comes.
+ */
+LIBXPS_API int xps_kvcache__asked_next(struct xps_kvcache *kc,
+				       struct xps_kv_asked *a);
+/*
+ * Wait up to @timeout_us for the handler to ask for or capture a reply:
+ * 1 when xps_kvcache__asked_next() or xps_kvcache__learn_next() may have
+ * one, 0 on timeout or a signal, or a negative errno.  A filler that
+ * sleeps instead learns each value that much later, and the GETs of the
+ * key miss meanwhile.
+ */
+LIBXPS_API int xps_kvcache__learn_wait(struct xps_kvcache *kc,
+				       unsigned int timeout_us);
 /*
  * Insert @value (len, v, and for memcached cas and client_flags, as the
  * filler parsed them from @l's reply) as @l's key, stamped with @l's

@@ -270,6 +270,51 @@ def test_learned_while_other_keys_are_written():
 
 
 @test
+def test_expiring_keys_never_served():
+    """A key with a time to live is never answered by the kernel: the
+    filler asks PTTL as soon as a GET misses, before Redis's reply is
+    captured, and only a key that never expires is learned.  Once PERSIST
+    removes the time to live the key is learned; EXPIRE, SET ... PX and
+    GETEX give it one again and the kernel stops answering it at once."""
+    r = Redis()
+    try:
+        start_service(r)
+        r.cli("SET", "plain", "stays")
+        r.cli("SET", "exp", "goes", "EX", "600")
+        c = Client()
+
+        def from_kernel(key, want, n):
+            """How many of @n GETs of @key the kernel answered."""
+            served = 0
+            for _ in range(n):
+                before = stats("redis")["tx"]
+                eq(c.call("GET", key), want, "GET " + key)
+                served += stats("redis")["tx"] - before
+                time.sleep(0.005)
+            return served
+
+        warm(c, "plain", b"stays")
+        # a second of asking: PTTL is asked and the key skipped many times
+        eq(from_kernel("exp", b"$4\r\ngoes\r\n", 200), 0, "GETs of a key with a TTL from the kernel")
+        eq(c.call("PERSIST", "exp"), b":1\r\n", "PERSIST")
+        warm(c, "exp", b"goes")
+        # (value before, command giving a TTL, its reply, value after)
+        for before, cmd, want, after in (
+                (b"goes", ("EXPIRE", "exp", "600"), b":1\r\n", b"goes"),
+                (b"goes", ("SET", "exp", "back", "PX", "600000"), b"+OK\r\n", b"back"),
+                (b"back", ("GETEX", "exp", "EX", "600"), b"$4\r\nback\r\n", b"back")):
+            c.call("PERSIST", "exp")
+            warm(c, "exp", before)
+            eq(c.call(*cmd), want, " ".join(cmd))
+            eq(from_kernel("exp", b"$4\r\n%s\r\n" % after, 100), 0,
+               "GETs from the kernel after " + cmd[0])
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
 def test_value_lengths_byte_exact():
     """Values of every length class around the handler's 8-byte copy steps
     and its 1 KiB limit come back from the kernel byte for byte."""
