@@ -272,21 +272,25 @@ static int learn_one(struct ctx *x, const struct xps_kv_learned *l,
 /* "*2\r\n$4\r\nPTTL\r\n$<len>\r\n<key>\r\n" */
 #define PTTL_CMD(len)	(23 + (len))
 
+/* Whether a PTTL of @key still fits @cap bytes after @need; counts it. */
+static bool pttl_room(size_t *need, const struct xps_kv_key *key, size_t cap)
+{
+	if (*need + PTTL_CMD(key->len) > cap)
+		return false;
+	*need += PTTL_CMD(key->len);
+	return true;
+}
+
 static int learn_batch(struct ctx *x)
 {
 	static struct xps_kv_learned l[LEARN_BATCH], held;
 	static struct xps_kv_value val[LEARN_BATCH];
-	static struct xps_kv_asked ask[LEARN_BATCH];
 	static bool holding;	/* @held was taken and did not fit */
-	struct {
-		const struct xps_kv_key *key;
-		__u64 version;
-		__u32 cgen;
-	} q[LEARN_BATCH];
+	static struct xps_kv_asked q[LEARN_BATCH];	/* the PTTLs to send */
 	char out[LEARN_BYTES], line[256], t;
 	const char *argv[2] = { "PTTL", NULL };
 	size_t lens[2] = { 4, 0 }, used = 0, need = 0;
-	int n = 0, na = 0, nq = 0, taken = 0, i, k;
+	int n = 0, nq = 0, taken = 0, i, k;
 	const struct ttl_seen *ts;
 	long long ttl;
 
@@ -316,39 +320,31 @@ static int learn_batch(struct ctx *x)
 				return -1;
 			continue;
 		}
-		if (need + PTTL_CMD(l[n].key.len) > sizeof(out)) {
+		if (!pttl_room(&need, &l[n].key, sizeof(out))) {
 			held = l[n];	/* the next batch's first */
 			holding = true;
 			break;
 		}
-		need += PTTL_CMD(l[n].key.len);
-		q[nq].key = &l[n].key;
+		q[nq].key = l[n].key;
 		q[nq].version = l[n].version;
-		q[nq].cgen = l[n].cgen;
-		nq++;
-		n++;
+		q[nq++].cgen = l[n++].cgen;
 	}
 	/* keys whose GET missed, their replies still to come */
 	while (nq < LEARN_BATCH && !holding &&
-	       !xps_kvcache__asked_next(x->f.kc, &ask[na])) {
+	       !xps_kvcache__asked_next(x->f.kc, &q[nq])) {
 		taken++;
-		if (x->why[0] || ask[na].key.len > REDIS_KEY_MAX ||
-		    ttl_find(&ask[na].key, ask[na].version, ask[na].cgen))
+		if (x->why[0] || q[nq].key.len > REDIS_KEY_MAX ||
+		    ttl_find(&q[nq].key, q[nq].version, q[nq].cgen))
 			continue;
-		if (need + PTTL_CMD(ask[na].key.len) > sizeof(out))
+		if (!pttl_room(&need, &q[nq].key, sizeof(out)))
 			break;	/* asked again when its reply comes */
-		need += PTTL_CMD(ask[na].key.len);
-		q[nq].key = &ask[na].key;
-		q[nq].version = ask[na].version;
-		q[nq].cgen = ask[na].cgen;
 		nq++;
-		na++;
 	}
 	if (!nq)
 		return taken;
 	for (i = 0; i < nq; i++) {
-		argv[1] = (const char *)q[i].key->b;
-		lens[1] = q[i].key->len;
+		argv[1] = (const char *)q[i].key.b;
+		lens[1] = q[i].key.len;
 		k = resp_encode(out + used, sizeof(out) - used, 2, argv, lens);
 		if (k < 0)
 			return -1;	/* cannot happen: PTTL_CMD() fits */
@@ -359,7 +355,7 @@ static int learn_batch(struct ctx *x)
 	for (i = 0; i < nq; i++) {
 		if (read_reply(&x->redis, &t, &ttl, NULL, 0, line, sizeof(line)))
 			return -1;
-		ttl_put(q[i].key, q[i].version, q[i].cgen,
+		ttl_put(&q[i].key, q[i].version, q[i].cgen,
 			t == ':' && ttl == -1);
 	}
 	for (i = 0; i < n; i++) {
