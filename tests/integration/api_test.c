@@ -467,12 +467,14 @@ static void kvcache_checks(const char *obj_redis, const char *obj_kv)
 	struct xps_kv_value val, got;
 	struct xps_kv_key key, popped;
 	struct xps_kv_hkey h;
+	static struct xps_kv_learned learned;
+	struct xps_kv_asked asked;
 	struct redis_state *st;
 	struct xps_kvcache *kc;
 	__u32 cgen;
 	int err;
 
-	printf("kv-cache: fills, state, miss queue\n");
+	printf("kv-cache: fills, state, miss queue, learning\n");
 	ctx = xps_context__create_pred(obj_redis, &p, &co);
 	CHECK(ctx, "a Redis context: %s", last_warn);
 	if (!ctx)
@@ -531,6 +533,19 @@ static void kvcache_checks(const char *obj_redis, const char *obj_kv)
 	      xps_kvcache__miss_pop(kc, &popped) == -ENOENT,
 	      "a key skipped lately is dropped from the queue");
 	CHECK(xps_kvcache__unseen_conns(kc) == 0, "no connection to the port");
+
+	/* learning: nothing asked, nothing captured yet */
+	CHECK(xps_kvcache__learn_next(kc, &learned) == -ENOENT,
+	      "learn_next: nothing learned");
+	CHECK(xps_kvcache__asked_next(kc, &asked) == -ENOENT,
+	      "asked_next: nothing asked");
+	err = xps_kvcache__learn_wait(kc, 20000);
+	CHECK(err == 0, "learn_wait: times out with nothing captured (%d)",
+	      err);
+	CHECK(xps_kvcache__learn_wait(NULL, 0) == -EINVAL &&
+	      xps_kvcache__asked_next(kc, NULL) == -EINVAL &&
+	      xps_kvcache__asked_next(NULL, &asked) == -EINVAL,
+	      "learning calls refuse NULL");
 out:
 	xps_kvcache__close(kc);
 	/* a handler without the kv-cache's maps has no kv-cache */
