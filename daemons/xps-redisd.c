@@ -54,6 +54,7 @@ static void on_signal(int sig)
 struct ctx {
 	struct filler f;
 	struct conn redis;
+	size_t seg;		/* bytes one write to Redis may carry (learn_batch) */
 	char why[400];		/* why the handler may not serve, or "" */
 };
 
@@ -136,22 +137,34 @@ static int check_server(struct ctx *x)
 }
 
 struct redis_addr {
-	struct conn *c;
+	struct ctx *x;
 	const char *host, *port;
 };
+
+/* PTTLs per write stay within one segment: see learn_batch() */
+#define LEARN_BYTES	2000	/* XPS_SCRATCH (2048) */
 
 static int redis_connect_cb(void *arg)
 {
 	struct redis_addr *a = arg;
+	int mss = 0;
+	socklen_t len = sizeof(mss);
 
-	return resp_connect(a->c, a->host, a->port);
+	if (resp_connect(&a->x->redis, a->host, a->port))
+		return -1;
+	/* loopback's MSS is 64 KiB; a 1500-byte MTU path's about 1,448 */
+	if (getsockopt(a->x->redis.fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) ||
+	    mss < 536)
+		mss = 536;
+	a->x->seg = (size_t)mss < LEARN_BYTES ? (size_t)mss : LEARN_BYTES;
+	return 0;
 }
 
 /* (Re)connect to Redis: filler_reconnect(). */
 static int connect_redis(struct ctx *x, const char *host, const char *port,
 			 const char *why)
 {
-	struct redis_addr a = { &x->redis, host, port };
+	struct redis_addr a = { x, host, port };
 
 	if (x->redis.fd >= 0)
 		close(x->redis.fd);
@@ -190,8 +203,9 @@ static int reply_bulk(const struct xps_kv_learned *l, void *dst, size_t cap)
  * the same stamps.  The GET asked only once no write of the key was
  * unanswered, so every write those stamps reflect was executed before the
  * PTTL; a write executed later was seen by the handler first and changed
- * the stamps (docs/coherence.md).  Direct-mapped by the key's hash: an
- * entry overwritten only costs another PTTL.
+ * the stamps (docs/coherence.md).  Direct-mapped by the key's hash, for
+ * replies that come in a later batch than their PTTL's answer: an entry
+ * overwritten only costs another PTTL.
  */
 #define TTL_SLOTS	1024
 
@@ -234,22 +248,29 @@ static void ttl_put(const struct xps_kv_key *key, __u64 version, __u32 cgen,
 }
 
 /* Commit @l's value if PTTL said its key never expires; else skip it. */
-static int learn_one(struct ctx *x, const struct xps_kv_learned *l,
-		     struct xps_kv_value *val, bool never)
+static void learn_one(struct ctx *x, const struct xps_kv_learned *l,
+		      struct xps_kv_value *val, bool never)
 {
+	int err;
+
 	/* an expiring key would be served past its death */
 	if (!never) {
 		xps_kvcache__fill_skip(x->f.kc, &l->key);
 		x->f.skipped++;
-		return 0;
+		return;
 	}
-	if (xps_kvcache__learn_commit(x->f.kc, l, val))
-		return -1;
+	/* a full data map, say: the value is not cached, Redis is fine */
+	err = xps_kvcache__learn_commit(x->f.kc, l, val);
+	if (err) {
+		if (!x->f.rejected++)
+			logmsg("cannot cache %.*s: %s (logged once)",
+			       (int)l->key.len, l->key.b, strerror(-err));
+		return;
+	}
 	x->f.fills++;
 	if (verbose > 1)
 		logmsg("learned %.*s (%u bytes)", (int)l->key.len, l->key.b,
 		       val->len);
-	return 0;
 }
 
 /*
@@ -261,16 +282,31 @@ static int learn_one(struct ctx *x, const struct xps_kv_learned *l,
  * value whose reply comes later is committed without waiting for Redis
  * again: a round trip to a busy Redis was measured at 6 ms of its time,
  * during which every GET of the key misses.  The PTTLs go out in one
- * write that the handler walks whole: at most XPS_MAX_REQS_PER_SEG
- * requests in LEARN_BYTES (a segment it cannot walk to the end makes it
- * invalidate every key).  Their replies are read in order.  The number
- * of replies and keys taken (0: none now), or -1 when the connection to
- * Redis failed.
+ * write that is one segment the handler walks whole: at most
+ * XPS_MAX_REQS_PER_SEG requests in x->seg bytes (a command split over
+ * segments, or a segment it cannot walk to the end, makes it invalidate
+ * every key).  Their replies are read in order.  The number of replies
+ * and keys taken (0: none now), or -1 when the connection to Redis
+ * failed.
  */
 #define LEARN_BATCH	32	/* bpf/proto/common.bpf.h: XPS_MAX_REQS_PER_SEG */
-#define LEARN_BYTES	2000	/* XPS_SCRATCH (2048) */
 /* "*2\r\n$4\r\nPTTL\r\n$<len>\r\n<key>\r\n" */
 #define PTTL_CMD(len)	(23 + (len))
+/* resp_encode() wants 32 bytes to spare past an argument */
+#define RESP_SLACK	32
+
+/* Whether q[@nq] repeats a key and stamps of q[0..@nq). */
+static bool queued(const struct xps_kv_asked *q, int nq)
+{
+	int i;
+
+	for (i = 0; i < nq; i++)
+		if (q[i].version == q[nq].version && q[i].cgen == q[nq].cgen &&
+		    q[i].key.len == q[nq].key.len &&
+		    !memcmp(q[i].key.b, q[nq].key.b, q[nq].key.len))
+			return true;
+	return false;
+}
 
 /* Whether a PTTL of @key still fits @cap bytes after @need; counts it. */
 static bool pttl_room(size_t *need, const struct xps_kv_key *key, size_t cap)
@@ -287,7 +323,8 @@ static int learn_batch(struct ctx *x)
 	static struct xps_kv_value val[LEARN_BATCH];
 	static bool holding;	/* @held was taken and did not fit */
 	static struct xps_kv_asked q[LEARN_BATCH];	/* the PTTLs to send */
-	char out[LEARN_BYTES], line[256], t;
+	char out[LEARN_BYTES + RESP_SLACK + 16], line[256], t;
+	bool never[LEARN_BATCH];
 	const char *argv[2] = { "PTTL", NULL };
 	size_t lens[2] = { 4, 0 }, used = 0, need = 0;
 	int n = 0, nq = 0, taken = 0, i, k;
@@ -316,11 +353,10 @@ static int learn_batch(struct ctx *x)
 		val[n].len = k;
 		ts = ttl_find(&l[n].key, l[n].version, l[n].cgen);
 		if (ts) {
-			if (learn_one(x, &l[n], &val[n], ts->never))
-				return -1;
+			learn_one(x, &l[n], &val[n], ts->never);
 			continue;
 		}
-		if (!pttl_room(&need, &l[n].key, sizeof(out))) {
+		if (!pttl_room(&need, &l[n].key, x->seg)) {
 			held = l[n];	/* the next batch's first */
 			holding = true;
 			break;
@@ -334,9 +370,10 @@ static int learn_batch(struct ctx *x)
 	       !xps_kvcache__asked_next(x->f.kc, &q[nq])) {
 		taken++;
 		if (x->why[0] || q[nq].key.len > REDIS_KEY_MAX ||
-		    ttl_find(&q[nq].key, q[nq].version, q[nq].cgen))
+		    ttl_find(&q[nq].key, q[nq].version, q[nq].cgen) ||
+		    queued(q, nq))
 			continue;
-		if (!pttl_room(&need, &q[nq].key, sizeof(out)))
+		if (!pttl_room(&need, &q[nq].key, x->seg))
 			break;	/* asked again when its reply comes */
 		nq++;
 	}
@@ -355,14 +392,12 @@ static int learn_batch(struct ctx *x)
 	for (i = 0; i < nq; i++) {
 		if (read_reply(&x->redis, &t, &ttl, NULL, 0, line, sizeof(line)))
 			return -1;
-		ttl_put(&q[i].key, q[i].version, q[i].cgen,
-			t == ':' && ttl == -1);
+		never[i] = t == ':' && ttl == -1;
+		ttl_put(&q[i].key, q[i].version, q[i].cgen, never[i]);
 	}
-	for (i = 0; i < n; i++) {
-		ts = ttl_find(&l[i].key, l[i].version, l[i].cgen);
-		if (learn_one(x, &l[i], &val[i], ts && ts->never))
-			return -1;
-	}
+	/* q[i] was asked for l[i]: the table may hold another key there now */
+	for (i = 0; i < n; i++)
+		learn_one(x, &l[i], &val[i], never[i]);
 	return taken;
 }
 
@@ -479,9 +514,10 @@ out:
 	/* without its filler the cache must not be trusted */
 	set_no_serve(&x, true);
 	filler_status(&x.f, "stopped", NULL);
-	logmsg("exiting: learned %llu, not cacheable %llu",
+	logmsg("exiting: learned %llu, not cacheable %llu, not cached %llu",
 	       (unsigned long long)x.f.fills,
-	       (unsigned long long)x.f.skipped);
+	       (unsigned long long)x.f.skipped,
+	       (unsigned long long)x.f.rejected);
 	if (x.redis.fd >= 0)
 		close(x.redis.fd);
 	filler_close(&x.f);

@@ -386,8 +386,10 @@ static void ask_queue(struct xps_kvcache *kc, const struct xps_kv_arm *tag)
  * else (a reply nobody armed, an arm whose reply was not captured) is
  * dropped: learning is only ever a hint.
  *
- * A key already queued is replaced in place: its later pair carries the
- * later stamps, and one PTTL (or `me`) answers for it.  Every GET of a
+ * A key already queued is replaced in place by the pair that came later
+ * (whose stamps are usually the later ones; replies on two connections
+ * may finish out of order, and older stamps only make a value that is
+ * never served), and one PTTL (or `me`) answers for it.  Every GET of a
  * key that misses asks again until the filler has learned it, so under
  * load most pairs repeat a queued key.  A full queue drops the pair:
  * the next miss asks again, with fresher stamps than a pair left waiting

@@ -141,7 +141,7 @@ struct xps_kv_learned {
 /*
  * The next reply learned, or -ENOENT when there is none now.  A key
  * asked about again before it was taken is returned once, with the
- * later stamps and reply.
+ * stamps and reply captured last.
  */
 LIBXPS_API int xps_kvcache__learn_next(struct xps_kvcache *kc,
 				       struct xps_kv_learned *l);
@@ -161,8 +161,8 @@ struct xps_kv_asked {
 };
 
 /*
- * The next key asked about since the last call (one per key, with its
- * latest stamps), or -ENOENT when there is none now.  Keys are kept for
+ * The next key asked about since the last call (one per key, with the
+ * stamps it was asked with last), or -ENOENT when there is none now.  Keys are kept for
  * it from its first call on, up to 256: one that does not fit is
  * returned by xps_kvcache__learn_next() all the same, once its reply
  * comes.

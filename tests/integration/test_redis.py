@@ -315,6 +315,44 @@ def test_expiring_keys_never_served():
 
 
 @test
+def test_learning_batch_of_long_keys():
+    """Forty 102-byte keys missed while the filler is stopped: it takes
+    them in batches of PTTLs that each fill most of a write, and learns
+    every one without losing its connection to Redis (a batch the byte
+    budget allowed once failed to encode, and the filler reconnected and
+    invalidated the cache)."""
+    r = Redis()
+    keys = ["key:%03d:" % i + "x" * 94 for i in range(40)]
+    try:
+        start_service(r)
+        log0 = os.path.getsize("/run/xps/redis.log")
+        for k in keys:
+            r.cli("SET", k, "v-" + k[:7])
+        pid = next(s["daemon_pid"] for s in xpsctl("service", "list")
+                   if s["name"] == "redis")
+        cs = [Client() for _ in keys]
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            for c, k in zip(cs, keys):
+                c.c.sendall(resp("GET", k))
+            for c, k in zip(cs, keys):
+                r2, c.buf = read_reply(c.c, c.buf)
+                eq(r2, b"$9\r\nv-%s\r\n" % k[:7].encode(), "GET " + k)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        for c, k in zip(cs, keys):
+            warm(c, k, ("v-" + k[:7]).encode())
+            c.close()
+        with open("/run/xps/redis.log") as f:
+            f.seek(log0)
+            log = f.read()
+        eq("lost the connection" in log, False, "the filler's log: " + log[-300:])
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
 def test_value_lengths_byte_exact():
     """Values of every length class around the handler's 8-byte copy steps
     and its 1 KiB limit come back from the kernel byte for byte."""
