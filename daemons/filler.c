@@ -34,6 +34,18 @@ void flog(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+void filler_committed(struct filler *f, const struct xps_kv_key *key,
+		      int err)
+{
+	if (!err) {
+		f->fills++;
+		return;
+	}
+	if (!f->uncached++)
+		flog("%s: cannot cache %.*s: %s (logged once)", f->name,
+		     (int)key->len, key->b, strerror(-err));
+}
+
 int filler_tcp_connect(const char *host, const char *port,
 		       unsigned int timeout_ms, int *gai_err)
 {

@@ -18,6 +18,7 @@ struct filler {
 	struct xps_kvcache *kc;
 	__u16 port;		/* the context's port */
 	__u64 fills, rejected, skipped;
+	__u64 uncached;		/* commits that failed (filler_committed()) */
 	unsigned int idle_us;	/* the next filler_idle() wait, 0: shortest */
 	unsigned int backoff_ms;	/* filler_reconnect()'s next wait */
 	__u32 data_id;		/* the context's data map, to tell it apart */
@@ -41,6 +42,13 @@ int filler_reconnect(struct filler *f, __u32 no_serve, const char *why,
 		     volatile sig_atomic_t *stop);
 
 void flog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * Count a commit of @key that returned @err: a failed one (a full data
+ * map, say) leaves the value uncached and is logged once; it says
+ * nothing about the server, whose connection is kept.
+ */
+void filler_committed(struct filler *f, const struct xps_kv_key *key,
+		      int err);
 /* The kv-cache of context @ctxname (logged when there is none). */
 int filler_open(struct filler *f, const char *ctxname);
 /*

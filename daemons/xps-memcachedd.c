@@ -180,9 +180,7 @@ static int fill_one(struct filler *f, struct mc *c, const struct xps_kv_key *k)
 	val.len = size;
 	val.client_flags = fl;
 	val.cas = cas;
-	if (xps_kvcache__fill_commit(f->kc, k, &val))
-		return -1;
-	f->fills++;
+	filler_committed(f, k, xps_kvcache__fill_commit(f->kc, k, &val));
 	return 0;
 }
 
@@ -369,9 +367,9 @@ static int learn_batch(struct filler *f, struct mc *c, const char *why)
 		}
 		val[i].cas = mcas[i];
 		if (l[i].version & 1) {
-			if (xps_kvcache__learn_commit(f->kc, &l[i], &val[i]))
-				return -1;
-			f->fills++;
+			filler_committed(f, &l[i].key,
+					 xps_kvcache__learn_commit(f->kc, &l[i],
+								   &val[i]));
 			continue;
 		}
 		if (pend_tail - pend_head == PENDING)
@@ -409,10 +407,10 @@ static int learn_due(struct filler *f, struct mc *c)
 		p = &pend[(pend_head + i) % PENDING];
 		if (!ok[i] || mcas[i] != p->val.cas)
 			not_cacheable(f, &p->l.key);
-		else if (xps_kvcache__learn_commit(f->kc, &p->l, &p->val))
-			return -1;
 		else
-			f->fills++;
+			filler_committed(f, &p->l.key,
+					 xps_kvcache__learn_commit(f->kc, &p->l,
+								   &p->val));
 	}
 	pend_head += n;
 	return n;
@@ -635,8 +633,9 @@ out:
 	/* without its filler the cache must not be trusted */
 	xps_kvcache__flags(f.kc, MC_NO_SERVE, 0);
 	filler_status(&f, "stopped", NULL);
-	logmsg("exiting: fills %llu, rejected %llu, not cacheable %llu",
+	logmsg("exiting: fills %llu, rejected %llu, not cached %llu, not cacheable %llu",
 	       (unsigned long long)f.fills, (unsigned long long)f.rejected,
+	       (unsigned long long)f.uncached,
 	       (unsigned long long)f.skipped);
 	if (c.fd >= 0)
 		close(c.fd);

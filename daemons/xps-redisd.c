@@ -259,16 +259,9 @@ static void learn_one(struct ctx *x, const struct xps_kv_learned *l,
 		x->f.skipped++;
 		return;
 	}
-	/* a full data map, say: the value is not cached, Redis is fine */
 	err = xps_kvcache__learn_commit(x->f.kc, l, val);
-	if (err) {
-		if (!x->f.rejected++)
-			logmsg("cannot cache %.*s: %s (logged once)",
-			       (int)l->key.len, l->key.b, strerror(-err));
-		return;
-	}
-	x->f.fills++;
-	if (verbose > 1)
+	filler_committed(&x->f, &l->key, err);
+	if (!err && verbose > 1)
 		logmsg("learned %.*s (%u bytes)", (int)l->key.len, l->key.b,
 		       val->len);
 }
@@ -517,7 +510,7 @@ out:
 	logmsg("exiting: learned %llu, not cacheable %llu, not cached %llu",
 	       (unsigned long long)x.f.fills,
 	       (unsigned long long)x.f.skipped,
-	       (unsigned long long)x.f.rejected);
+	       (unsigned long long)x.f.uncached);
 	if (x.redis.fd >= 0)
 		close(x.redis.fd);
 	filler_close(&x.f);
