@@ -18,7 +18,7 @@ struct filler {
 	struct xps_kvcache *kc;
 	__u16 port;		/* the context's port */
 	__u64 fills, rejected, skipped;
-	__u64 uncached;		/* commits that failed (filler_committed()) */
+	__u64 uncached;		/* failed commits (filler_committed()) */
 	unsigned int idle_us;	/* the next filler_idle() wait, 0: shortest */
 	unsigned int backoff_ms;	/* filler_reconnect()'s next wait */
 	__u32 data_id;		/* the context's data map, to tell it apart */

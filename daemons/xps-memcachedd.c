@@ -633,7 +633,8 @@ out:
 	/* without its filler the cache must not be trusted */
 	xps_kvcache__flags(f.kc, MC_NO_SERVE, 0);
 	filler_status(&f, "stopped", NULL);
-	logmsg("exiting: fills %llu, rejected %llu, not cached %llu, not cacheable %llu",
+	logmsg("exiting: fills %llu, rejected %llu, not cached %llu, "
+	       "not cacheable %llu",
 	       (unsigned long long)f.fills, (unsigned long long)f.rejected,
 	       (unsigned long long)f.uncached,
 	       (unsigned long long)f.skipped);

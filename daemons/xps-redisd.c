@@ -54,7 +54,7 @@ static void on_signal(int sig)
 struct ctx {
 	struct filler f;
 	struct conn redis;
-	size_t seg;		/* bytes one write to Redis may carry (learn_batch) */
+	size_t seg;		/* bytes a write to Redis may carry */
 	char why[400];		/* why the handler may not serve, or "" */
 };
 
@@ -282,7 +282,8 @@ static void learn_one(struct ctx *x, const struct xps_kv_learned *l,
  * and keys taken (0: none now), or -1 when the connection to Redis
  * failed.
  */
-#define LEARN_BATCH	32	/* bpf/proto/common.bpf.h: XPS_MAX_REQS_PER_SEG */
+/* bpf/proto/common.bpf.h: XPS_MAX_REQS_PER_SEG */
+#define LEARN_BATCH	32
 /* "*2\r\n$4\r\nPTTL\r\n$<len>\r\n<key>\r\n" */
 #define PTTL_CMD(len)	(23 + (len))
 /* resp_encode() wants 32 bytes to spare past an argument */
@@ -315,7 +316,7 @@ static int learn_batch(struct ctx *x)
 	static struct xps_kv_learned l[LEARN_BATCH], held;
 	static struct xps_kv_value val[LEARN_BATCH];
 	static bool holding;	/* @held was taken and did not fit */
-	static struct xps_kv_asked q[LEARN_BATCH];	/* the PTTLs to send */
+	static struct xps_kv_asked q[LEARN_BATCH];	/* PTTLs to send */
 	char out[LEARN_BYTES + RESP_SLACK + 16], line[256], t;
 	bool never[LEARN_BATCH];
 	const char *argv[2] = { "PTTL", NULL };

@@ -162,10 +162,10 @@ struct xps_kv_asked {
 
 /*
  * The next key asked about since the last call (one per key, with the
- * stamps it was asked with last), or -ENOENT when there is none now.  Keys are kept for
- * it from its first call on, up to 256: one that does not fit is
- * returned by xps_kvcache__learn_next() all the same, once its reply
- * comes.
+ * stamps it was asked with last), or -ENOENT when there is none now.
+ * Keys are kept for it from its first call on, up to 256: one that does
+ * not fit is returned by xps_kvcache__learn_next() all the same, once its
+ * reply comes.
  */
 LIBXPS_API int xps_kvcache__asked_next(struct xps_kvcache *kc,
 				       struct xps_kv_asked *a);
