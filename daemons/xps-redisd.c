@@ -230,7 +230,7 @@ static const struct ttl_seen *ttl_find(const struct xps_kv_key *key,
 	const struct ttl_seen *t = ttl_slot(key);
 
 	if (!t->used || t->version != version || t->cgen != cgen ||
-	    t->key.len != key->len || memcmp(t->key.b, key->b, key->len))
+	    !xps_kv_key_eq(&t->key, key))
 		return NULL;
 	return t;
 }
@@ -296,8 +296,7 @@ static bool queued(const struct xps_kv_asked *q, int nq)
 
 	for (i = 0; i < nq; i++)
 		if (q[i].version == q[nq].version && q[i].cgen == q[nq].cgen &&
-		    q[i].key.len == q[nq].key.len &&
-		    !memcmp(q[i].key.b, q[nq].key.b, q[nq].key.len))
+		    xps_kv_key_eq(&q[i].key, &q[nq].key))
 			return true;
 	return false;
 }
