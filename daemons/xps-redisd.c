@@ -273,8 +273,9 @@ static void learn_one(struct ctx *x, const struct xps_kv_learned *l,
  * PTTL is asked as soon as a GET misses (xps_kvcache__asked_next()), in
  * the same round trip as the PTTLs of replies already learned, so that a
  * value whose reply comes later is committed without waiting for Redis
- * again: a round trip to a busy Redis was measured at 6 ms of its time,
- * during which every GET of the key misses.  The PTTLs go out in one
+ * again: under a 95/5 mix in the benchmark guest a missed GET's reply
+ * took about 6 ms to come, a batch of PTTLs about 2 ms more, and every
+ * GET of the key missed meanwhile.  The PTTLs go out in one
  * write that is one segment the handler walks whole: at most
  * XPS_MAX_REQS_PER_SEG requests in x->seg bytes (a command split over
  * segments, or a segment it cannot walk to the end, makes it invalidate
