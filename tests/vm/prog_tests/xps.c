@@ -993,6 +993,27 @@ static void udp_tx(int family)
 		goto out;
 	ASSERT_OK(memcmp(buf, kb.b, 48), "KB reply");
 
+	/* Two replies in a run: the second is refused, the first sent. */
+	if (!ASSERT_EQ(sendto(cli, "KTWO", 4, 0, (void *)&ss, len), 4,
+		       "send KTWO"))
+		goto out;
+	n = recv(cli, buf, sizeof(buf), 0);
+	if (!ASSERT_EQ(n, 4, "KTWO reply length"))
+		goto out;
+	ASSERT_OK(memcmp(buf, kb.b, 4), "KTWO reply is the first");
+	ASSERT_EQ(kret_get(skel, 1), -EBUSY, "second bpf_xps_reply()");
+
+	/* Given, then PASS: dropped; the owner gets the request intact. */
+	if (!ASSERT_EQ(sendto(cli, "KPAS", 4, 0, (void *)&ss, len), 4,
+		       "send KPAS"))
+		goto out;
+	n = recv(srv, buf, sizeof(buf), 0);
+	if (!ASSERT_EQ(n, 4, "owner's KPAS length"))
+		goto out;
+	ASSERT_STRNEQ(buf, "KPAS", 4, "owner's KPAS");
+	ASSERT_LT(recv(cli, buf, sizeof(buf), MSG_DONTWAIT), 0,
+		  "client got the withdrawn reply");
+
 	/* DROP: nobody sees anything, once the program has dropped it. */
 	if (!ASSERT_EQ(sendto(cli, "DROP-udp", 8, 0, (void *)&ss, len), 8,
 		       "send DROP") ||
@@ -1011,7 +1032,7 @@ static void udp_tx(int family)
 	if (!ASSERT_EQ(n, 9, "owner's datagram length"))
 		goto out;
 	ASSERT_STRNEQ(buf, "hello-udp", 9, "owner's datagram");
-	ASSERT_EQ(stat_get(skel, XPS_TX), 2, "TX verdicts (PING, KB)");
+	ASSERT_EQ(stat_get(skel, XPS_TX), 3, "TX verdicts (PING, KB, KTWO)");
 	ASSERT_EQ(stat_get(skel, XPS_DROP), 1, "DROP verdicts");
 out:
 	close_fd(cli);
