@@ -458,10 +458,11 @@ static __noinline void xps_kv_new_version(struct xps_kv_walk *w)
 					xps_kv_noexp_check(ver, first);
 			}
 		} else {
+			/* another CPU made it, or no version: every key */
 			ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
-			if (ver)	/* another CPU made it */
+			if (ver)
 				xps_kv_bump(ver, noexp, &mine);
-			else if (w->cgen)	/* no version: every key then */
+			else if (w->cgen)
 				__sync_fetch_and_add(w->cgen, 1);
 		}
 	}

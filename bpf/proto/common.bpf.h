@@ -162,9 +162,9 @@ enum xps_req_flags {
 	XPS_F_NOEXP = 1 << 11,		/* memcached set, exptime 0, its data
 					 * block seen ending in CRLF: stored,
 					 * the item never expires */
-	XPS_F_NOTTL = 1 << 12,		/* Redis SET <key> <value>: once Redis
-					 * answers +OK, the key has no time
-					 * to live */
+	XPS_F_NOTTL = 1 << 12,		/* Redis SET <key> <value>: once
+					 * Redis answers +OK, the key has
+					 * no time to live */
 };
 
 /* A byte range of the scratch buffer. */
@@ -446,8 +446,10 @@ static inline __attribute__((always_inline, unused)) __u32 xps__idx8(__u32 i)
 	return i <= XPS_SCRATCH - 8 ? i : XPS_SCRATCH - 8;
 }
 #if defined(__bpf__)
-#define XPS_GET8(buf, p)	(*(const __u64 *)(const void *)&(buf)[xps__idx8(p)])
-#define XPS_PUT8(buf, p, v)	(*(__u64 *)(void *)&(buf)[xps__idx8(p)] = (v))
+#define XPS_GET8(buf, p)						\
+	(*(const __u64 *)(const void *)&(buf)[xps__idx8(p)])
+#define XPS_PUT8(buf, p, v)						\
+	(*(__u64 *)(void *)&(buf)[xps__idx8(p)] = (v))
 #else
 #define XPS_GET8(buf, p)						\
 	({ __u64 __w; __builtin_memcpy(&__w, &(buf)[xps__idx8(p)], 8); __w; })
