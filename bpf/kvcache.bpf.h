@@ -220,7 +220,7 @@ static __noinline void xps_kv_learn(struct xps_kv_walk *w)
 	arm = (struct xps_kv_arm *)rec->tag;
 	arm->version = version;
 	arm->cgen = cgen;
-	arm->flags = 0;
+	arm->pad = 0;
 	__builtin_memcpy(&arm->key, &sc->key, sizeof(arm->key));
 	rec->h.len = sizeof(*arm);
 	xps_capture_submit(rec);
@@ -354,16 +354,14 @@ int xps_kv_noexp_check(__u64 *ver, __u64 val)
 	return 0;
 }
 
-/* The version this bump gave the key goes to @mine (0: not known). */
 __attribute__((noinline))
-int xps_kv_bump(__u64 *ver, int noexp, __u64 *mine)
+int xps_kv_bump(__u64 *ver, int noexp)
 {
 	__u64 old = 0, new = 0;
 	__u32 i;
 
-	if (!ver || !mine)
+	if (!ver)
 		return 0;
-	*mine = 0;
 	for (i = 0; i < 4; i++) {
 		old = *(volatile __u64 *)ver;
 		new = xps_kv_next_version(old, noexp);
@@ -376,7 +374,6 @@ int xps_kv_bump(__u64 *ver, int noexp, __u64 *mine)
 		__sync_fetch_and_add(ver, 2);
 		return 0;
 	}
-	*mine = new;
 	if (new & 1)
 		xps_kv_noexp_check(ver, new);
 	return 0;
@@ -390,52 +387,13 @@ int xps_kv_note_key(__u64 hash)
 }
 
 /*
- * A Redis SET <key> <value> (XPS_F_NOTTL) just gave sc->key @version:
- * ask for its reply, so that the filler learns from a "+OK" that at
- * these stamps the key has no time to live, and needs no PTTL for the
- * value a later GET brings (docs/coherence.md).  Only while this write is
- * the one write of the key unanswered (its own count, read after the
- * bump, is all there is): every write of the key seen before it was then
- * executed before it, and one seen later changes the stamps.  The stamps
- * are read after the bump, the pending writes last, as in xps_kv_learn().
- * Its own subprogram: one copy for every caller.
- */
-static __noinline void xps_kv_confirm(struct xps_kv_walk *w, __u64 version)
-{
-	struct xps_kv_scratch *sc;
-	struct xps_cap_arm *rec;
-	struct xps_kv_arm *arm;
-	__u32 cgen;
-
-	if (!w || !w->sc || !w->cgen || !w->learn || !w->cs ||
-	    (w->cs->flags & w->conn_no_serve))
-		return;
-	sc = w->sc;
-	cgen = *(volatile __u32 *)w->cgen;
-	asm volatile("" ::: "memory");	/* the stamps before the writes */
-	if (xps_writes_pending(w->hk.hash) != 1)
-		return;
-	rec = xps_capture_reply(w->skb);
-	if (!rec)
-		return;
-	w->learn = 0;		/* one capture per segment */
-	arm = (struct xps_kv_arm *)rec->tag;
-	arm->version = version;
-	arm->cgen = cgen;
-	arm->flags = XPS_KV_ARM_WRITE;
-	__builtin_memcpy(&arm->key, &sc->key, sizeof(arm->key));
-	rec->h.len = sizeof(*arm);
-	xps_capture_submit(rec);
-}
-
-/*
  * A write to the key w->hk: counted by key, then its next version.  Its
  * own subprogram: its frame stays off the walk's, which the parsers'
  * frames share.
  */
 static __noinline void xps_kv_new_version(struct xps_kv_walk *w)
 {
-	__u64 *ver, first, mine = 0;
+	__u64 *ver, first;
 	int noexp;
 
 	if (!w || !w->sc)
@@ -445,29 +403,21 @@ static __noinline void xps_kv_new_version(struct xps_kv_walk *w)
 	xps_kv_note_key(w->hk.hash);
 	ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
 	if (ver) {
-		xps_kv_bump(ver, noexp, &mine);
-	} else {
-		first = xps_kv_next_version(0, noexp);
-		if (!bpf_map_update_elem(&xps_versions, &w->hk, &first,
-					 BPF_NOEXIST)) {
-			mine = first;
-			if (first & 1) {
-				ver = bpf_map_lookup_elem(&xps_versions,
-							  &w->hk);
-				if (ver)
-					xps_kv_noexp_check(ver, first);
-			}
-		} else {
-			/* another CPU made it, or no version: every key */
-			ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
-			if (ver)
-				xps_kv_bump(ver, noexp, &mine);
-			else if (w->cgen)
-				__sync_fetch_and_add(w->cgen, 1);
-		}
+		xps_kv_bump(ver, noexp);
+		return;
 	}
-	if (mine && !w->udp && (w->sc->req.flags & XPS_F_NOTTL))
-		xps_kv_confirm(w, mine);
+	first = xps_kv_next_version(0, noexp);
+	if (bpf_map_update_elem(&xps_versions, &w->hk, &first, BPF_NOEXIST)) {
+		ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
+		if (ver)	/* another CPU made it */
+			xps_kv_bump(ver, noexp);
+		else if (w->cgen)	/* no version: every key then */
+			__sync_fetch_and_add(w->cgen, 1);
+	} else if (first & 1) {
+		ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
+		if (ver)
+			xps_kv_noexp_check(ver, first);
+	}
 }
 
 /*

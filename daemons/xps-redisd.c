@@ -56,7 +56,6 @@ struct ctx {
 	struct conn redis;
 	size_t seg;		/* bytes a write to Redis may carry */
 	char why[400];		/* why the handler may not serve, or "" */
-	__u64 set_confirmed;	/* SETs' "+OK" that spared a PTTL */
 };
 
 _Static_assert(offsetof(struct redis_state, cgen) == 0 &&
@@ -337,16 +336,6 @@ static int learn_batch(struct ctx *x)
 		taken++;
 		if (x->why[0] || l[n].key.len > REDIS_KEY_MAX)
 			continue;
-		/*
-		 * A plain SET's "+OK" (no GET answers that): at its stamps
-		 * the key has no time to live, and the value a GET brings
-		 * with them is committed without a PTTL (docs/coherence.md).
-		 */
-		if (l[n].len >= 5 && !memcmp(l[n].reply, "+OK\r\n", 5)) {
-			ttl_put(&l[n].key, l[n].version, l[n].cgen, true);
-			x->set_confirmed++;
-			continue;
-		}
 		memset(&val[n], 0, sizeof(val[n]));
 		/* only strings of up to 1 KiB: GET on other types is Redis's */
 		k = reply_bulk(&l[n], val[n].v, sizeof(val[n].v));
@@ -496,11 +485,9 @@ int main(int argc, char **argv)
 				snprintf(last_why, sizeof(last_why), "%s", x.why);
 			}
 			if (verbose)
-				logmsg("learned %llu, not cacheable %llu, "
-				       "SETs confirmed %llu",
+				logmsg("learned %llu, not cacheable %llu",
 				       (unsigned long long)x.f.fills,
-				       (unsigned long long)x.f.skipped,
-				       (unsigned long long)x.set_confirmed);
+				       (unsigned long long)x.f.skipped);
 		}
 		r = learn_batch(&x);
 		if (!r) {
@@ -521,12 +508,10 @@ out:
 	/* without its filler the cache must not be trusted */
 	set_no_serve(&x, true);
 	filler_status(&x.f, "stopped", NULL);
-	logmsg("exiting: learned %llu, not cacheable %llu, not cached %llu, "
-	       "SETs confirmed %llu",
+	logmsg("exiting: learned %llu, not cacheable %llu, not cached %llu",
 	       (unsigned long long)x.f.fills,
 	       (unsigned long long)x.f.skipped,
-	       (unsigned long long)x.f.uncached,
-	       (unsigned long long)x.set_confirmed);
+	       (unsigned long long)x.f.uncached);
 	if (x.redis.fd >= 0)
 		close(x.redis.fd);
 	filler_close(&x.f);

@@ -419,9 +419,7 @@ static int on_capture(void *ctx, void *data, size_t size)
 		}
 		a->cookie = h->cookie;
 		a->reply = h->reply;
-		/* a write's reply is awaited, not asked about */
-		if (!(a->tag.flags & XPS_KV_ARM_WRITE))
-			ask_queue(kc, &a->tag);
+		ask_queue(kc, &a->tag);
 		return 0;
 	}
 	if (h->kind != XPS_CAP_REPLY || size < sizeof(struct xps_cap_reply) ||

@@ -162,9 +162,6 @@ enum xps_req_flags {
 	XPS_F_NOEXP = 1 << 11,		/* memcached set, exptime 0, its data
 					 * block seen ending in CRLF: stored,
 					 * the item never expires */
-	XPS_F_NOTTL = 1 << 12,		/* Redis SET <key> <value>: once
-					 * Redis answers +OK, the key has
-					 * no time to live */
 };
 
 /* A byte range of the scratch buffer. */

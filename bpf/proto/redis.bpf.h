@@ -74,7 +74,7 @@ enum xps_redis_class {
  */
 #define XPS_REDIS_COMMANDS(X)						\
 	X("GET", XPS_RC_GET | XPS__RK(1, 1, 1))				\
-	X("SET", XPS__W1 | XPS__RF(XPS_F_NOTTL))			\
+	X("SET", XPS__W1)						\
 	X("MGET", XPS__RO)						\
 	X("DEL", XPS__W(1, -1, 1))					\
 	X("PING", XPS__RO)						\
@@ -585,9 +585,6 @@ XPS_GLOBAL int xps_redis__classify(const struct xps_buf *buf,
 	}
 
 	flags = XPS__RFLAGS(info);
-	/* only SET <key> <value>: options may keep or set a time to live */
-	if (argc != 3 || quoted)
-		flags &= ~XPS_F_NOTTL;
 	switch (cls) {
 	case XPS_RC_GET:
 		/* Wrong arity is an error reply: nothing to serve. */

@@ -66,17 +66,9 @@ struct xps_kv_value {
 struct xps_kv_arm {
 	__u64 version;			/* the key's version */
 	__u32 cgen;			/* the state's cgen */
-	__u32 flags;			/* XPS_KV_ARM_* */
+	__u32 pad;
 	struct xps_kv_key key;
 };
-
-/*
- * The capture is of a write's reply, not a GET's: a Redis SET <key>
- * <value>, the only write of the key unanswered, stamped with the version
- * it gave the key.  Its reply "+OK" tells the filler that at those stamps
- * the key has no time to live (docs/coherence.md); nobody needs to ask.
- */
-#define XPS_KV_ARM_WRITE	1
 
 _Static_assert(sizeof(struct xps_kv_key) == 8 + XPS_KV_KEY_MAX, "xps_kv_key layout");
 _Static_assert(sizeof(struct xps_kv_hkey) == 8, "xps_kv_hkey layout");

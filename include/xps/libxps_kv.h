@@ -129,12 +129,6 @@ LIBXPS_API void xps_kvcache__fill_skip(struct xps_kvcache *kc,
  * may follow, and the answer may be cut at XPS_CAP_REPLY_MAX bytes, so a
  * parser takes one whole reply from the start or nothing.  learn_next()
  * drops the keys skipped lately.
- *
- * A Redis handler also asks for the reply to a plain SET <key> <value>
- * that was the only write of its key unanswered (XPS_KV_ARM_WRITE in
- * xps/kvcache.h): its pair comes the same way, with the stamps the SET
- * gave the key, and its reply is "+OK\r\n" if Redis stored it, which no
- * GET ever answers.  Such a key has no time to live at those stamps.
  */
 struct xps_kv_learned {
 	struct xps_kv_key key;		/* what the GET asked for */
