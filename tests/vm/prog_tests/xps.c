@@ -943,6 +943,36 @@ out:
 	xps_test__destroy(skel);
 }
 
+/* The 4-byte @req sent from @cli is answered with the @n bytes at @want. */
+static bool udp_answered(int cli, const struct sockaddr_storage *ss,
+			 socklen_t len, const char *req, const void *want,
+			 ssize_t n)
+{
+	char buf[64];
+
+	if (!ASSERT_EQ(sendto(cli, req, 4, 0, (const void *)ss, len), 4, req) ||
+	    !ASSERT_EQ(recv(cli, buf, sizeof(buf), 0), n, "reply length"))
+		return false;
+	return ASSERT_OK(memcmp(buf, want, n), "reply bytes");
+}
+
+/* @msg sent from @cli reaches the owner @srv as it was sent. */
+static bool udp_to_owner(int cli, int srv, const struct sockaddr_storage *ss,
+			 socklen_t len, const char *msg)
+{
+	ssize_t want = strlen(msg), n;
+	char buf[64];
+
+	if (!ASSERT_EQ(sendto(cli, msg, want, 0, (const void *)ss, len), want,
+		       msg))
+		return false;
+	n = recv(srv, buf, sizeof(buf), 0);
+	if (!ASSERT_EQ(n, want, "owner's datagram length"))
+		return false;
+	ASSERT_STRNEQ(buf, msg, want, "owner's datagram");
+	return true;
+}
+
 static void udp_tx(int family)
 {
 	const char *any = family == AF_INET6 ? "::" : "0.0.0.0";
@@ -983,34 +1013,19 @@ static void udp_tx(int family)
 	ASSERT_OK(memcmp(&from, &ss, len),
 		  "reply from the request's destination address and port");
 
-	/* A reply from a buffer (bpf_xps_reply() rewrites the datagram). */
+	/* A reply from a buffer (bpf_xps_reply() builds the datagram). */
 	if (!kbuf_fill(skel, &kb) ||
-	    !ASSERT_EQ(sendto(cli, "KB\x00\x30", 4, 0, (void *)&ss, len), 4,
-		       "send KB"))
+	    !udp_answered(cli, &ss, len, "KB\x00\x30", kb.b, 48))
 		goto out;
-	n = recv(cli, buf, sizeof(buf), 0);
-	if (!ASSERT_EQ(n, 48, "KB reply length"))
-		goto out;
-	ASSERT_OK(memcmp(buf, kb.b, 48), "KB reply");
 
 	/* Two replies in a run: the second is refused, the first sent. */
-	if (!ASSERT_EQ(sendto(cli, "KTWO", 4, 0, (void *)&ss, len), 4,
-		       "send KTWO"))
+	if (!udp_answered(cli, &ss, len, "KTWO", kb.b, 4))
 		goto out;
-	n = recv(cli, buf, sizeof(buf), 0);
-	if (!ASSERT_EQ(n, 4, "KTWO reply length"))
-		goto out;
-	ASSERT_OK(memcmp(buf, kb.b, 4), "KTWO reply is the first");
 	ASSERT_EQ(kret_get(skel, 1), -EBUSY, "second bpf_xps_reply()");
 
 	/* Given, then PASS: dropped; the owner gets the request intact. */
-	if (!ASSERT_EQ(sendto(cli, "KPAS", 4, 0, (void *)&ss, len), 4,
-		       "send KPAS"))
+	if (!udp_to_owner(cli, srv, &ss, len, "KPAS"))
 		goto out;
-	n = recv(srv, buf, sizeof(buf), 0);
-	if (!ASSERT_EQ(n, 4, "owner's KPAS length"))
-		goto out;
-	ASSERT_STRNEQ(buf, "KPAS", 4, "owner's KPAS");
 	ASSERT_LT(recv(cli, buf, sizeof(buf), MSG_DONTWAIT), 0,
 		  "client got the withdrawn reply");
 
@@ -1025,13 +1040,8 @@ static void udp_tx(int family)
 		  "client got no reply to DROP");
 
 	/* PASS: the owner gets the datagram unchanged (and nothing before). */
-	if (!ASSERT_EQ(sendto(cli, "hello-udp", 9, 0, (void *)&ss, len), 9,
-		       "send PASS"))
+	if (!udp_to_owner(cli, srv, &ss, len, "hello-udp"))
 		goto out;
-	n = recv(srv, buf, sizeof(buf), 0);
-	if (!ASSERT_EQ(n, 9, "owner's datagram length"))
-		goto out;
-	ASSERT_STRNEQ(buf, "hello-udp", 9, "owner's datagram");
 	ASSERT_EQ(stat_get(skel, XPS_TX), 3, "TX verdicts (PING, KB, KTWO)");
 	ASSERT_EQ(stat_get(skel, XPS_DROP), 1, "DROP verdicts");
 out:
