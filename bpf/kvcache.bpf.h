@@ -184,6 +184,60 @@ static __always_inline int xps_kv_set_key(struct xps_kv_walk *w,
 }
 
 /*
+ * Whether the handler may answer at all (struct xps_kv_state): nothing
+ * stopped the fast path, and the filler's lease, if one was ever taken,
+ * has not run out (a dead or stuck filler stops vouching for the cache).
+ * @now: bpf_ktime_get_ns().
+ */
+static __always_inline int xps_kv_may_serve(const struct xps_kv_state *st,
+					    __u64 now)
+{
+	__u64 lease = *(volatile const __u64 *)&st->lease_ns;
+
+	if (*(volatile const __u32 *)&st->flags & XPS_KV_NO_SERVE)
+		return 0;
+	return !lease || now < lease;
+}
+
+/*
+ * Stop the fast path of every connection until the filler has checked
+ * the server again, after the server answered the request that stopped
+ * it (which the caller counts as a write of every key).  The stop
+ * generation tells the filler that a check it began before this cannot
+ * lift the stop (include/xps/kvcache.h).
+ */
+static __always_inline void xps_kv_stop(struct xps_kv_state *st)
+{
+	__sync_fetch_and_or(&st->flags, XPS_KV_NO_SERVE);
+	__sync_fetch_and_add(&st->flags, XPS_KV_STOP_GEN_ONE);
+}
+
+/*
+ * Whether this connection's requests must go to the server now, so that
+ * a server that closes idle connections sees it alive: the last one
+ * passed is idle_pass_ns old (half the server's timeout).  @now:
+ * bpf_ktime_get_ns().
+ */
+static __always_inline int xps_kv_idle_due(const struct xps_kv_state *st,
+					   const struct xps_conn_hstate *cs,
+					   __u64 now)
+{
+	__u64 every = *(volatile const __u64 *)&st->idle_pass_ns;
+
+	if (!every || !cs)
+		return 0;
+	return (__u32)((now >> 20) - cs->pass_t) >= (__u32)(every >> 20);
+}
+
+/* The segment is passed to the server: the connection is not idle there. */
+static __always_inline void xps_kv_passed(struct xps_conn_hstate *cs,
+					  __u64 now)
+{
+	if (cs)
+		cs->pass_t = now >> 20;
+}
+
+/*
  * A TCP GET of sc->key missed: ask for the server's reply to it, from
  * which the filler learns the value (docs/coherence.md, "Learning from
  * the server's replies").  The stamps are read first, the unanswered

@@ -76,7 +76,7 @@ static __always_inline int flush_due(struct mc_state *st)
 	if (now >= st->flush_max_ns &&
 	    __sync_val_compare_and_swap(&st->flush_min_ns, min, 0) == min) {
 		st->flush_max_ns = 0;
-		__sync_fetch_and_add(&st->cgen, 1);
+		__sync_fetch_and_add(&st->kv.cgen, 1);
 	}
 	return 1;
 }
@@ -223,6 +223,18 @@ static __noinline __u32 serve_one(struct xps_kv_walk *w)
 	return w->out_len;
 }
 
+/*
+ * Pass the segment to memcached: the connection has spoken to it (its
+ * protocol is fixed) and is not idle there.
+ */
+static __always_inline int mc_pass(struct xps_kv_walk *w, __u64 now)
+{
+	if (w->cs)
+		w->cs->flags |= MC_CONN_SPOKEN;
+	xps_kv_passed(w->cs, now);
+	return xps_pass(w->skb);
+}
+
 SEC("xps")
 int xps_memcached(struct __sk_buff *skb)
 {
@@ -235,6 +247,7 @@ int xps_memcached(struct __sk_buff *skb)
 	__u32 zero = 0, n, out;
 	__u16 req_id = 0;
 	int cas = 0;
+	__u64 now;
 
 	sc = bpf_map_lookup_elem(&xps_kv_scratch, &zero);
 	st = bpf_map_lookup_elem(&xps_state, &zero);
@@ -243,7 +256,7 @@ int xps_memcached(struct __sk_buff *skb)
 		return xps_pass(skb);
 	w.sc = sc;
 	w.st = st;
-	w.cgen = &st->cgen;
+	w.cgen = &st->kv.cgen;
 	w.udp_write_ns = &st->last_udp_write_ns;
 	/*
 	 * UDP never has connection state: deciding both on the protocol
@@ -255,32 +268,39 @@ int xps_memcached(struct __sk_buff *skb)
 		w.cs = xps_conn_state(skb);
 	w.seg_len = xps_len(skb);
 
+	now = bpf_ktime_get_ns();
 	if (xps_kv_skip(&w))
-		return xps_pass(skb);
+		return mc_pass(&w, now);
 	/*
 	 * TCP needs the connection's record to be served (state across
 	 * segments); UDP is one datagram, one request.
 	 */
 	if ((w.cs && (w.cs->flags & MC_CONN_NO_SERVE)) ||
-	    (st->flags & MC_NO_SERVE) || flush_due(st))
+	    !xps_kv_may_serve(&st->kv, now) || flush_due(st))
 		w.serve = 0;
 	/* a TCP miss may teach the filler the value where a get may be served */
 	w.learn = w.serve && w.cs;
-	if (!xps_may_consume(skb))
+	/*
+	 * memcached picks a connection's protocol (text or binary) from the
+	 * first byte it reads: its first bytes must be the client's first,
+	 * so a connection's first segment is always passed.
+	 */
+	if (!xps_may_consume(skb) || xps_kv_idle_due(&st->kv, w.cs, now) ||
+	    (w.cs && !(w.cs->flags & MC_CONN_SPOKEN)))
 		w.serve = 0;
 
 	n = w.seg_len < XPS_SCRATCH ? w.seg_len : XPS_SCRATCH;
 	barrier_var(n);
 	if (n < 1 || n > XPS_SCRATCH)
-		return xps_pass(skb);
+		return mc_pass(&w, now);
 	if (xps_load(skb, 0, sc->in, n))
-		return xps_pass(skb);
+		return mc_pass(&w, now);
 	w.len = n;
 
 	if (w.udp) {
 		/* the 8-byte frame: one datagram, one request */
 		if (xps_mc_udp_parse(sc->in, n, &req_id))
-			return xps_pass(skb);
+			return mc_pass(&w, now);
 		w.off = XPS_MC_UDP_HDR_LEN;
 		w.base = XPS_MC_UDP_HDR_LEN;
 		w.out_len = XPS_MC_UDP_HDR_LEN;
@@ -294,7 +314,7 @@ int xps_memcached(struct __sk_buff *skb)
 			sc->req.flags = cas ? XPS_F_CAS : 0;
 			sc->req.nkeys = 1;
 			if (!serve_one(&w))
-				return xps_pass(skb);
+				return mc_pass(&w, now);
 			w.gets = 1;
 		}
 	} else if (!w.cs) {
@@ -305,7 +325,7 @@ int xps_memcached(struct __sk_buff *skb)
 		sc->req.flags = cas ? XPS_F_CAS : 0;
 		sc->req.nkeys = 1;
 		if (!serve_one(&w))
-			return xps_pass(skb);
+			return mc_pass(&w, now);
 		w.gets = 1;
 	}
 
@@ -317,15 +337,15 @@ int xps_memcached(struct __sk_buff *skb)
 	if (w.udp && w.out_len > 1400)
 		w.serve = 0;
 	if (!w.serve || !w.gets)
-		return xps_pass(skb);
+		return mc_pass(&w, now);
 	if (w.udp)
 		xps_mc_udp_encode(w.out->b, req_id, 0, 1);
 
 	out = w.out_len;
 	barrier_var(out);
 	if (out < 1 || out > XPS_STAGE_SIZE)	/* only for the verifier */
-		return xps_pass(skb);
+		return mc_pass(&w, now);
 	if (xps_reply(skb, w.out->b, out))
-		return xps_pass(skb);
+		return mc_pass(&w, now);
 	return xps_tx(skb);
 }

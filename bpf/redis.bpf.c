@@ -121,12 +121,19 @@ static long walk_one(__u32 i, void *ctx)
 			w->serve = 0;
 		break;
 	case XPS_REQ_STATE:
+		/*
+		 * A server-wide change (ACL SETUSER, CONFIG SET, MONITOR,
+		 * CLIENT PAUSE...) also counts as a write of every key: the
+		 * filler lifts the stop only after it was answered.
+		 */
+		if (req->flags & XPS_F_GLOBAL)
+			req->flags |= XPS_F_ALL;
 		if (req->nkeys || (req->flags & XPS_F_ALL))
 			xps_kv_invalidate(w);
 		if (w->cs)
 			w->cs->flags |= REDIS_CONN_NO_SERVE;
 		if (req->flags & XPS_F_GLOBAL)
-			st->flags |= REDIS_NO_SERVE;
+			xps_kv_stop(&st->kv);
 		w->serve = 0;
 		w->learn = 0;
 		break;
@@ -165,6 +172,7 @@ int xps_redis(struct __sk_buff *skb)
 	struct xps_kv_scratch *sc;
 	struct redis_state *st;
 	__u32 zero = 0, n, out;
+	__u64 now;
 
 	sc = bpf_map_lookup_elem(&xps_kv_scratch, &zero);
 	st = bpf_map_lookup_elem(&xps_state, &zero);
@@ -173,19 +181,22 @@ int xps_redis(struct __sk_buff *skb)
 		return xps_pass(skb);
 	w.sc = sc;
 	w.st = st;
-	w.cgen = &st->cgen;
+	w.cgen = &st->kv.cgen;
 	w.cs = xps_conn_state(skb);
 	w.seg_len = xps_len(skb);
 
+	now = bpf_ktime_get_ns();
 	/* the tail of a request an earlier segment started */
-	if (xps_kv_skip(&w))
+	if (xps_kv_skip(&w)) {
+		xps_kv_passed(w.cs, now);
 		return xps_pass(skb);
+	}
 	if (!w.cs || (w.cs->flags & REDIS_CONN_NO_SERVE) ||
-	    (st->flags & REDIS_NO_SERVE))
+	    !xps_kv_may_serve(&st->kv, now))
 		w.serve = 0;
 	/* a miss may teach the filler the value, where a GET may be served */
 	w.learn = w.serve;
-	if (!xps_may_consume(skb))
+	if (!xps_may_consume(skb) || xps_kv_idle_due(&st->kv, w.cs, now))
 		w.serve = 0;
 
 	n = w.seg_len < XPS_SCRATCH ? w.seg_len : XPS_SCRATCH;
@@ -206,8 +217,10 @@ int xps_redis(struct __sk_buff *skb)
 		bpf_loop(XPS_MAX_REQS_PER_SEG, walk_one, &w, 0);
 		xps_kv_walk_end(&w, count_rest, sc);
 	}
-	if (!w.serve || !w.gets)
+	if (!w.serve || !w.gets) {
+		xps_kv_passed(w.cs, now);
 		return xps_pass(skb);
+	}
 
 	out = w.out_len;
 	barrier_var(out);

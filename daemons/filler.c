@@ -222,3 +222,36 @@ void filler_idle(struct filler *f)
 	ts.tv_nsec = f->idle_us * 1000L;
 	nanosleep(&ts, NULL);
 }
+
+bool filler_check_begin(struct filler *f, __u32 *seen)
+{
+	struct timespec ts = { 0, 5 * 1000 * 1000 };
+	long long pending;
+	int waited;
+
+	/* the flags first, the unanswered changes second */
+	*seen = xps_kvcache__stops(f->kc);
+	if (!(*seen & XPS_KV_NO_SERVE))
+		return true;	/* nothing to lift: no wait */
+	for (waited = 0;; waited += 5) {
+		pending = xps_kvcache__writes_all_pending(f->kc);
+		if (!pending)
+			return true;
+		if (pending < 0 || waited >= FILLER_PENDING_WAIT_MS)
+			return false;
+		nanosleep(&ts, NULL);
+	}
+}
+
+void filler_check_end(struct filler *f, __u32 no_serve, __u32 seen,
+		      bool may_lift, const char *why)
+{
+	xps_kvcache__lease(f->kc, FILLER_LEASE_NS);
+	if (why && why[0]) {
+		xps_kvcache__flags(f->kc, no_serve, 0);
+		return;
+	}
+	/* else a stop stays until a check that may lift it */
+	if (may_lift)
+		xps_kvcache__lift(f->kc, no_serve, seen);
+}

@@ -41,6 +41,33 @@ int filler_reconnect(struct filler *f, __u32 no_serve, const char *why,
 		     int (*connect)(void *arg), void *arg,
 		     volatile sig_atomic_t *stop);
 
+/*
+ * The cache's lease (struct xps_kv_state): the handler answers nothing
+ * once it has run out, so a filler that dies or hangs stops the fast
+ * path within FILLER_LEASE_NS.  A check renews it once a second.
+ */
+#define FILLER_LEASE_NS		(3 * 1000000000ULL)
+/* How long a check waits for server-wide changes to be answered. */
+#define FILLER_PENDING_WAIT_MS	200
+
+/*
+ * A check of the server begins.  *@seen is the state's flags now; true
+ * when the check may lift a stop the handler set: every server-wide
+ * change it stopped for (counted as a write of every key) was answered
+ * by the server, so that the check sees the server after the change.
+ * Waits up to FILLER_PENDING_WAIT_MS for that.
+ */
+bool filler_check_begin(struct filler *f, __u32 *seen);
+/*
+ * The check that began with filler_check_begin(@seen, @may_lift) ended
+ * and found @why (empty: the handler may serve): serving resumes only if
+ * the check may lift a stop and the handler set none since @seen
+ * (xps_kvcache__lift()); else @no_serve stays or is set.  Renews the
+ * lease either way: the filler is alive and checking.
+ */
+void filler_check_end(struct filler *f, __u32 no_serve, __u32 seen,
+		      bool may_lift, const char *why);
+
 void flog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
  * Count a commit of @key that returned @err: a failed one (a full data

@@ -166,6 +166,27 @@ int read_reply(struct conn *c, char *type, long long *num, void *data,
 	}
 }
 
+static int skip_depth(struct conn *c, char type, long long num, int depth)
+{
+	char line[512], t;
+	long long i, n;
+
+	if (type != '*' || num <= 0)
+		return 0;
+	if (depth > 8)
+		return -1;
+	for (i = 0; i < num; i++)
+		if (read_reply(c, &t, &n, NULL, 0, line, sizeof(line)) ||
+		    skip_depth(c, t, n, depth + 1))
+			return -1;
+	return 0;
+}
+
+int resp_skip(struct conn *c, char type, long long num)
+{
+	return skip_depth(c, type, num, 0);
+}
+
 /* CONFIG GET <name>: the value into @out. */
 int config_get(struct conn *c, const char *name, char *out, size_t sz)
 {

@@ -43,6 +43,12 @@ int resp_encode(char *out, size_t cap, int argc, const char **argv,
  */
 int read_reply(struct conn *c, char *type, long long *num, void *data,
 	       size_t cap, char *line, size_t linesz);
+/*
+ * The rest of a reply whose header read_reply() returned (@type, @num):
+ * for an array, its @num elements, nested ones too (up to 8 deep); for
+ * anything else nothing is left.
+ */
+int resp_skip(struct conn *c, char type, long long num);
 /* CONFIG GET <name>: the value into @out ("" when Redis has no such name). */
 int config_get(struct conn *c, const char *name, char *out, size_t sz);
 

@@ -485,9 +485,8 @@ static void usage(FILE *f)
 "SIGTERM/SIGINT.\n");
 }
 
-_Static_assert(offsetof(struct mc_state, cgen) == 0 &&
-	       offsetof(struct mc_state, flags) == 4,
-	       "a kv-cache state begins with cgen, flags (libxps_kv.h)");
+_Static_assert(offsetof(struct mc_state, kv) == 0,
+	       "a kv-cache state begins with struct xps_kv_state");
 
 static __s64 realtime_minus_mono(void)
 {

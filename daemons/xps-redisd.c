@@ -58,21 +58,155 @@ struct ctx {
 	char why[400];		/* why the handler may not serve, or "" */
 };
 
-_Static_assert(offsetof(struct redis_state, cgen) == 0 &&
-	       offsetof(struct redis_state, flags) == 4,
-	       "a kv-cache state begins with cgen, flags (libxps_kv.h)");
+_Static_assert(offsetof(struct redis_state, kv) == 0,
+	       "a kv-cache state begins with struct xps_kv_state");
 
-static void set_no_serve(struct ctx *x, bool on)
+/* One field of ACL GETUSER's reply: flags, keys (a bulk or an array) */
+static int acl_field(struct ctx *x, const char *name, bool *on, bool *nopass,
+		     bool *allkeys)
 {
-	xps_kvcache__flags(x->f.kc, on ? REDIS_NO_SERVE : 0,
-			   on ? 0 : REDIS_NO_SERVE);
+	char line[512], v[512], t, *tok, *save;
+	long long n, i, k;
+	bool flags = !strcmp(name, "flags"), keys = !strcmp(name, "keys");
+
+	if (read_reply(&x->redis, &t, &n, v, sizeof(v) - 1, line, sizeof(line)))
+		return -1;
+	if (t == '$' && keys && n >= 0) {
+		v[n] = '\0';
+		/* "~*", or patterns: all keys only as one of these tokens */
+		for (tok = strtok_r(v, " ", &save); tok;
+		     tok = strtok_r(NULL, " ", &save))
+			if (!strcmp(tok, "~*") || !strcmp(tok, "%R~*") ||
+			    !strcmp(tok, "%RW~*") || !strcmp(tok, "allkeys"))
+				*allkeys = true;
+		return 0;
+	}
+	if (t != '*' || (!flags && !keys))
+		return resp_skip(&x->redis, t, n);
+	for (i = 0; i < n; i++) {
+		if (read_reply(&x->redis, &t, &k, v, sizeof(v) - 1, line,
+			       sizeof(line)))
+			return -1;
+		if (t != '$' || k < 0) {
+			if (resp_skip(&x->redis, t, k))
+				return -1;
+			continue;
+		}
+		v[k] = '\0';
+		*on |= flags && !strcmp(v, "on");
+		*nopass |= flags && !strcmp(v, "nopass");
+		*allkeys |= !strcmp(v, "allkeys") || !strcmp(v, "~*");
+	}
+	return 0;
+}
+
+/*
+ * The handler serves only connections that never authenticated (AUTH and
+ * HELLO keep a connection out), i.e. Redis's default user: it may serve
+ * while that user is enabled, needs no password, may read every key and
+ * may run GET (docs/coherence.md, "Who may read what").  Writes @why
+ * otherwise; -1 when the connection failed.
+ */
+static int check_default_user(struct ctx *x)
+{
+	const char *getuser[] = { "ACL", "GETUSER", "default" };
+	const char *dryrun[] = { "ACL", "DRYRUN", "default", "GET", "xps" };
+	bool on = false, nopass = false, allkeys = false;
+	char line[512], name[64], t;
+	long long n, k, i;
+
+	if (send_cmd(&x->redis, 3, getuser, NULL) ||
+	    read_reply(&x->redis, &t, &n, NULL, 0, line, sizeof(line)))
+		return -1;
+	if (t == '-') {
+		snprintf(x->why, sizeof(x->why),
+			 "Redis answered ACL GETUSER default with %.200s: who may read what is unknown",
+			 line + 1);
+		return 0;
+	}
+	if (t != '*')
+		return -1;
+	for (i = 0; i + 1 < n; i += 2) {
+		if (read_reply(&x->redis, &t, &k, name, sizeof(name) - 1, line,
+			       sizeof(line)))
+			return -1;
+		if (t != '$' || k < 0) {
+			if (resp_skip(&x->redis, t, k))
+				return -1;
+			name[0] = '\0';
+		} else {
+			name[k] = '\0';
+		}
+		if (acl_field(x, name, &on, &nopass, &allkeys))
+			return -1;
+	}
+	if (n > 0 && (n & 1) && resp_skip(&x->redis, '*', 1))
+		return -1;
+	if (!on || !nopass || !allkeys) {
+		snprintf(x->why, sizeof(x->why),
+			 "Redis's default user is %s: only some clients may read some keys",
+			 !on ? "off" : !nopass ? "protected by a password" :
+			 "limited to some keys");
+		return 0;
+	}
+	if (send_cmd(&x->redis, 5, dryrun, NULL) ||
+	    read_reply(&x->redis, &t, &n, line, sizeof(line) - 1, name,
+		       sizeof(name)))
+		return -1;
+	if (t == '+' && !strcmp(name, "+OK"))
+		return 0;
+	if (t == '$' && n >= 0) {
+		line[n] = '\0';
+		snprintf(x->why, sizeof(x->why), "Redis's default user: %.200s",
+			 line);
+	} else {
+		snprintf(x->why, sizeof(x->why),
+			 "Redis cannot tell whether its default user may run GET (%.100s)",
+			 name);
+	}
+	return 0;
+}
+
+/*
+ * Whether a MONITOR client is connected (flags=O in CLIENT LIST): it
+ * would not see what the kernel answers.  Asked only while the handler
+ * is stopped (it stops at every MONITOR it sees).
+ */
+static int check_monitors(struct ctx *x)
+{
+	static char list[4 << 20];
+	const char *argv[] = { "CLIENT", "LIST" };
+	char line[512], t, *p;
+	long long n;
+
+	if (send_cmd(&x->redis, 2, argv, NULL) ||
+	    read_reply(&x->redis, &t, &n, list, sizeof(list) - 1, line,
+		       sizeof(line)))
+		return -1;
+	if (t != '$' || n < 0) {
+		snprintf(x->why, sizeof(x->why),
+			 "Redis's client list could not be read: a MONITOR may be connected");
+		return 0;
+	}
+	list[n] = '\0';
+	for (p = list; (p = strstr(p, " flags=")); p++) {
+		p += 7;
+		while (*p && *p != ' ' && *p != 'O')
+			p++;
+		if (*p == 'O') {
+			snprintf(x->why, sizeof(x->why),
+				 "a MONITOR client is connected: it would not see what the kernel answers");
+			return 0;
+		}
+	}
+	return 0;
 }
 
 /*
  * Every write must reach Redis through the handler: find what could go
  * around it.  Writes @why (empty when serving is safe).
  */
-static int check_server(struct ctx *x)
+static int check_server(struct ctx *x, bool check_monitors_now)
 {
 	const char *role[] = { "ROLE" };
 	char v[256], line[4096], t;
@@ -86,6 +220,28 @@ static int check_server(struct ctx *x)
 		snprintf(x->why, sizeof(x->why), "Redis requires a password");
 		return 0;
 	}
+	if (check_default_user(x) || x->why[0])
+		return x->why[0] ? 0 : -1;
+	if (config_get(&x->redis, "port", v, sizeof(v)))
+		return -1;
+	if (strtoul(v, NULL, 10) != x->f.port) {
+		snprintf(x->why, sizeof(x->why),
+			 "Redis listens on port %s, not on the context's port %u: writes there bypass XPS",
+			 v, x->f.port);
+		return 0;
+	}
+	if (config_get(&x->redis, "tls-port", v, sizeof(v)))
+		return -1;
+	if (v[0] && strcmp(v, "0")) {
+		snprintf(x->why, sizeof(x->why),
+			 "Redis listens for TLS on port %s: writes there bypass XPS",
+			 v);
+		return 0;
+	}
+	/* a connection idle this long is closed: pass one of it in time */
+	if (config_get(&x->redis, "timeout", v, sizeof(v)))
+		return -1;
+	xps_kvcache__idle_pass(x->f.kc, strtoull(v, NULL, 10) * 500000000ULL);
 	if (config_get(&x->redis, "unixsocket", v, sizeof(v)))
 		return -1;
 	if (v[0]) {
@@ -129,10 +285,14 @@ static int check_server(struct ctx *x)
 	old = xps_kvcache__unseen_conns(x->f.kc);
 	if (old < 0)
 		return -1;
-	if (old)
+	if (old) {
 		snprintf(x->why, sizeof(x->why),
 			 "%d connection(s) made before the context: their writes bypass XPS",
 			 old);
+		return 0;
+	}
+	if (check_monitors_now)
+		return check_monitors(x);
 	return 0;
 }
 
@@ -418,6 +578,8 @@ int main(int argc, char **argv)
 	struct ctx x = {};
 	struct timespec last_check = { 0, 0 }, now;
 	int o, r, ret = 1;
+	bool may_lift;
+	__u32 seen;
 
 	while ((o = getopt_long(argc, argv, "c:r:vh", opts, NULL)) != -1) {
 		switch (o) {
@@ -465,7 +627,8 @@ int main(int argc, char **argv)
 				logmsg("context '%s' was removed: exiting", name);
 				break;
 			}
-			if (check_server(&x)) {
+			may_lift = filler_check_begin(&x.f, &seen);
+			if (check_server(&x, seen & REDIS_NO_SERVE)) {
 				/* closed, or an error reply (BUSY, LOADING) */
 				logmsg("Redis failed a check: reconnecting");
 				if (connect_redis(&x, host, port,
@@ -474,7 +637,8 @@ int main(int argc, char **argv)
 				snprintf(last_why, sizeof(last_why), "-");
 				continue;
 			}
-			set_no_serve(&x, x.why[0] != '\0');
+			filler_check_end(&x.f, REDIS_NO_SERVE, seen, may_lift,
+					 x.why);
 			filler_status(&x.f, x.why[0] ? "degraded" : "running",
 				      x.why);
 			if (strcmp(x.why, last_why)) {
@@ -506,7 +670,8 @@ int main(int argc, char **argv)
 	ret = 0;
 out:
 	/* without its filler the cache must not be trusted */
-	set_no_serve(&x, true);
+	xps_kvcache__flags(x.f.kc, REDIS_NO_SERVE, 0);
+	xps_kvcache__lease(x.f.kc, 0);
 	filler_status(&x.f, "stopped", NULL);
 	logmsg("exiting: learned %llu, not cacheable %llu, not cached %llu",
 	       (unsigned long long)x.f.fills,

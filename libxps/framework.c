@@ -252,6 +252,7 @@ int xps_framework__map_fd(enum xps_fw_map map)
 	static const char *const names[] = {
 		[XPS_FW_MAP_CONFIG] = "xps_config",
 		[XPS_FW_MAP_CONNS] = "xps_conns",
+		[XPS_FW_MAP_WPEND] = "xps_wpend",
 	};
 	int fd, err;
 

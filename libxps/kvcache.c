@@ -54,6 +54,8 @@ struct xps_kvcache {
 	char name[XPS_NAME_LEN];
 	__u16 port;
 	int data_fd, misses_fd, state_fd, versions_fd, config_fd, conns_fd;
+	int wpend_fd;		/* opened on first use */
+	struct xps_wpend *wpend;	/* its value, read by the filler */
 	/* the handler's state (cgen, flags, ...), mapped shared */
 	void *state;
 	size_t state_len;
@@ -95,7 +97,7 @@ static void ring_detach(struct xps_kvcache *kc)
 
 void xps_kvcache__close(struct xps_kvcache *kc)
 {
-	int *fds[6];
+	int *fds[7];
 	size_t i;
 
 	if (!kc)
@@ -106,8 +108,10 @@ void xps_kvcache__close(struct xps_kvcache *kc)
 	fds[3] = &kc->versions_fd;
 	fds[4] = &kc->config_fd;
 	fds[5] = &kc->conns_fd;
+	fds[6] = &kc->wpend_fd;
 	ring_detach(kc);
 	ring_buffer__free(kc->rb);
+	free(kc->wpend);
 	if (kc->state)
 		munmap(kc->state, kc->state_len);
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
@@ -178,7 +182,7 @@ struct xps_kvcache *xps_kvcache__open(const struct xps_context *ctx,
 	kc = calloc(1, sizeof(*kc));
 	if (!kc)
 		return libxps_err_ptr(-ENOMEM);
-	kc->caps_fd = kc->ring_fd = -1;
+	kc->caps_fd = kc->ring_fd = kc->wpend_fd = -1;
 	snprintf(kc->name, sizeof(kc->name), "%s", xps_context__name(ctx));
 	kc->port = info.pred.lport;
 	kc->skip_ns = OPTS_GET(opts, skip_ns, 0) ?: SKIP_NS_DEFAULT;
@@ -226,15 +230,20 @@ void *xps_kvcache__state(struct xps_kvcache *kc)
 	return kc ? kc->state : NULL;
 }
 
-/* Every kv-cache handler's state begins with __u32 cgen, __u32 flags. */
+/* Every kv-cache handler's state begins with struct xps_kv_state. */
+static struct xps_kv_state *kv_state(struct xps_kvcache *kc)
+{
+	return kc->state;
+}
+
 static __u32 *state_cgen(struct xps_kvcache *kc)
 {
-	return (__u32 *)kc->state;
+	return &kv_state(kc)->cgen;
 }
 
 static __u32 *state_flags(struct xps_kvcache *kc)
 {
-	return (__u32 *)kc->state + 1;
+	return &kv_state(kc)->flags;
 }
 
 void xps_kvcache__flags(struct xps_kvcache *kc, __u32 set, __u32 clear)
@@ -258,8 +267,7 @@ void xps_kvcache__invalidate(struct xps_kvcache *kc)
 		__atomic_fetch_add(state_cgen(kc), 1, __ATOMIC_SEQ_CST);
 }
 
-/* ---- keys skipped lately --------------------------------------------- */
-
+/* CLOCK_MONOTONIC: the clock of bpf_ktime_get_ns() */
 static __u64 now_ns(void)
 {
 	struct timespec ts;
@@ -267,6 +275,64 @@ static __u64 now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
+
+void xps_kvcache__lease(struct xps_kvcache *kc, __u64 ns)
+{
+	if (!kc)
+		return;
+	/* 0 would mean "no lease in force": an ended lease is 1 */
+	__atomic_store_n(&kv_state(kc)->lease_ns, ns ? now_ns() + ns : 1,
+			 __ATOMIC_SEQ_CST);
+}
+
+__u32 xps_kvcache__stops(struct xps_kvcache *kc)
+{
+	return kc ? __atomic_load_n(state_flags(kc), __ATOMIC_SEQ_CST) : 0;
+}
+
+int xps_kvcache__lift(struct xps_kvcache *kc, __u32 clear, __u32 seen)
+{
+	__u32 cur;
+
+	if (!kc)
+		return libxps_err(-EINVAL);
+	cur = __atomic_load_n(state_flags(kc), __ATOMIC_SEQ_CST);
+	do {
+		if ((cur ^ seen) >> XPS_KV_STOP_GEN_SHIFT)
+			return -EAGAIN;	/* routine: not logged */
+	} while (!__atomic_compare_exchange_n(state_flags(kc), &cur,
+					      cur & ~clear, false,
+					      __ATOMIC_SEQ_CST,
+					      __ATOMIC_SEQ_CST));
+	return 0;
+}
+
+long long xps_kvcache__writes_all_pending(struct xps_kvcache *kc)
+{
+	__u32 zero = 0;
+
+	if (!kc)
+		return libxps_err(-EINVAL);
+	if (kc->wpend_fd < 0)
+		kc->wpend_fd = xps_framework__map_fd(XPS_FW_MAP_WPEND);
+	if (kc->wpend_fd < 0)
+		return libxps_err(kc->wpend_fd);
+	/* 32 KiB: off the stack */
+	if (!kc->wpend && !(kc->wpend = malloc(sizeof(*kc->wpend))))
+		return libxps_err(-ENOMEM);
+	if (bpf_map_lookup_elem(kc->wpend_fd, &zero, kc->wpend))
+		return libxps_err(-errno);
+	return (long long)kc->wpend->ovf;
+}
+
+void xps_kvcache__idle_pass(struct xps_kvcache *kc, __u64 ns)
+{
+	if (kc)
+		__atomic_store_n(&kv_state(kc)->idle_pass_ns, ns,
+				 __ATOMIC_SEQ_CST);
+}
+
+/* ---- keys skipped lately --------------------------------------------- */
 
 static __u64 skip_hash(const struct xps_kv_key *key)
 {

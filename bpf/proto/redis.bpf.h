@@ -47,6 +47,7 @@ enum xps_redis_class {
 	XPS_RC_ALL = 5,		/* may write any key */
 	XPS_RC_CLIENT = 6,	/* decided by the CLIENT subcommand */
 	XPS_RC_CONFIG = 7,	/* decided by the CONFIG subcommand */
+	XPS_RC_ACL = 8,		/* decided by the ACL subcommand */
 };
 
 #define XPS__RK(first, last, step)					\
@@ -278,9 +279,15 @@ enum xps_redis_class {
 	X("FCALL", XPS__ALL(0))						\
 	X("SCRIPT", XPS__ALL(0))					\
 	X("FUNCTION", XPS__ALL(0))					\
-	X("EVAL_RO", XPS__RO)						\
-	X("EVALSHA_RO", XPS__RO)					\
-	X("FCALL_RO", XPS__RO)						\
+	/*
+	 * Read-only scripts write nothing, but while one runs past
+	 * lua-time-limit Redis answers every other client -BUSY: counted
+	 * as a write of every key, nothing is served or learned until it
+	 * is answered (docs/coherence.md, "Busy and observed servers").
+	 */								\
+	X("EVAL_RO", XPS__ALL(0))					\
+	X("EVALSHA_RO", XPS__ALL(0))					\
+	X("FCALL_RO", XPS__ALL(0))					\
 	/* connection state */						\
 	X("MULTI", XPS__ST(0))						\
 	/* queued writes run now: their keys were seen long ago */	\
@@ -298,13 +305,14 @@ enum xps_redis_class {
 	X("READONLY", XPS__ST(0))					\
 	X("READWRITE", XPS__ST(0))					\
 	X("ASKING", XPS__ST(0))						\
-	X("MONITOR", XPS__ST(0))					\
+	/* the fast path stays off while a monitor is connected */	\
+	X("MONITOR", XPS__ST(XPS_F_GLOBAL))				\
 	X("SYNC", XPS__ST(0))						\
 	X("PSYNC", XPS__ST(0))						\
 	X("REPLCONF", XPS__ST(0))					\
 	/* server-wide */						\
 	X("CONFIG", XPS_RC_CONFIG)					\
-	X("ACL", XPS__ST(XPS_F_GLOBAL))					\
+	X("ACL", XPS_RC_ACL)						\
 	X("CLUSTER", XPS__ALL(XPS__GL))					\
 	X("SHUTDOWN", XPS__ST(XPS_F_GLOBAL))				\
 	X("FAILOVER", XPS__ALL(XPS__GL))				\
@@ -362,6 +370,22 @@ enum xps_redis_class {
 	X("RESETSTAT", XPS__RO)						\
 	X("REWRITE", XPS__RO)
 
+/*
+ * ACL subcommands that only read or log; SETUSER, DELUSER, LOAD and any
+ * other change who may read what: server-wide (the default).
+ */
+#define XPS_REDIS_ACL_SUBS(X)						\
+	X("GETUSER", XPS__RO)						\
+	X("WHOAMI", XPS__RO)						\
+	X("LIST", XPS__RO)						\
+	X("USERS", XPS__RO)						\
+	X("CAT", XPS__RO)						\
+	X("DRYRUN", XPS__RO)						\
+	X("LOG", XPS__RO)						\
+	X("GENPASS", XPS__RO)						\
+	X("SAVE", XPS__RO)						\
+	X("HELP", XPS__RO)
+
 /* The tables as constant data (.rodata), searched by a loop: a chain of
  * ~300 compares becomes a switch tree that spills to the stack. */
 struct xps__rcmd {
@@ -380,9 +404,15 @@ static const struct xps__rcmd xps__redis_client[] = {
 static const struct xps__rcmd xps__redis_config[] = {
 	XPS_REDIS_CONFIG_SUBS(XPS__RTAB)
 };
+static const struct xps__rcmd xps__redis_acl[] = {
+	XPS_REDIS_ACL_SUBS(XPS__RTAB)
+};
 #define XPS__N(a)	(sizeof(a) / sizeof((a)[0]))
 
-enum { XPS__RT_CMD = 0, XPS__RT_CLIENT = 1, XPS__RT_CONFIG = 2 };
+enum {
+	XPS__RT_CMD = 0, XPS__RT_CLIENT = 1, XPS__RT_CONFIG = 2,
+	XPS__RT_ACL = 3,
+};
 
 /*
  * Look @wd up in table @which (XPS__RT_*).  Returns the entry's info, or
@@ -402,6 +432,10 @@ XPS_GLOBAL int xps_redis__lookup(const struct xps_words *wd, __u32 which)
 	} else if (which == XPS__RT_CONFIG) {
 		tab = xps__redis_config;
 		n = XPS__N(xps__redis_config);
+		dflt = XPS__ALL(XPS__GL);
+	} else if (which == XPS__RT_ACL) {
+		tab = xps__redis_acl;
+		n = XPS__N(xps__redis_acl);
 		dflt = XPS__ALL(XPS__GL);
 	}
 	if (!wd)
@@ -570,7 +604,7 @@ XPS_GLOBAL int xps_redis__classify(const struct xps_buf *buf,
 	info = xps_redis_lookup(&wd);
 	cls = XPS__RCLASS(info);
 
-	if (cls == XPS_RC_CLIENT || cls == XPS_RC_CONFIG) {
+	if (cls == XPS_RC_CLIENT || cls == XPS_RC_CONFIG || cls == XPS_RC_ACL) {
 		if (done < 2 || quoted) {
 			/* Subcommand unknown yet: assume the worst. */
 			info = XPS__ALL(XPS__GL);
@@ -579,7 +613,8 @@ XPS_GLOBAL int xps_redis__classify(const struct xps_buf *buf,
 					&wd);
 			info = (__u32)xps_redis__lookup(&wd,
 					cls == XPS_RC_CLIENT ? XPS__RT_CLIENT :
-							       XPS__RT_CONFIG);
+					cls == XPS_RC_CONFIG ? XPS__RT_CONFIG :
+							       XPS__RT_ACL);
 		}
 		cls = XPS__RCLASS(info);
 	}

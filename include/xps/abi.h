@@ -197,6 +197,14 @@ struct xps_conn {
 	struct xps_conn_hstate {
 		__u32 flags;	/* the handler's, see xps_conn_state() */
 		__u32 skip;	/* payload bytes still to pass unparsed */
+		/*
+		 * bpf_ktime_get_ns() >> 20 (about a millisecond) when the
+		 * handler last passed a request here: a kv-cache that
+		 * answers a connection's reads still passes one now and then,
+		 * so that a server closing idle connections sees it alive
+		 */
+		__u32 pass_t;
+		__u32 hpad;
 	} hs;
 	/*
 	 * Reply ordering (docs/ordering.md): the kernel may answer only
@@ -383,7 +391,7 @@ _Static_assert(sizeof(struct xps_handler_stats) == 64, "xps_handler_stats layout
 _Static_assert(sizeof(struct xps_ctx_info) == 264, "xps_ctx_info layout");
 _Static_assert(sizeof(struct xps_run) == 64, "xps_run layout");
 _Static_assert(sizeof(struct xps_reply) == 32, "xps_reply layout");
-_Static_assert(sizeof(struct xps_conn) == 136, "xps_conn layout");
+_Static_assert(sizeof(struct xps_conn) == 144, "xps_conn layout");
 _Static_assert(sizeof(struct xps_config) == 40, "xps_config layout");
 
 #endif /* __XPS_ABI_H */

@@ -70,8 +70,45 @@ struct xps_kv_arm {
 	struct xps_kv_key key;
 };
 
+/*
+ * The head of every kv-cache handler's state (XPS_STATE_MAP value: struct
+ * redis_state, struct mc_state), shared with its filler, which maps it
+ * and changes it with atomic operations only (libxps's xps_kvcache__*).
+ *
+ * flags: bit 0 (XPS_KV_NO_SERVE) keeps the handler from answering at
+ * all; a service may define more bits below XPS_KV_STOP_GEN_SHIFT.  The
+ * high 16 bits count the stops the handler itself set (a command that
+ * may change who may read what, seen before the server executes it): the
+ * filler lifts a stop only with a compare-and-swap against the flags it
+ * read before its check began, so a check already under way when the
+ * handler stopped the fast path cannot lift that stop (docs/coherence.md,
+ * "Stops and leases").
+ *
+ * lease_ns: bpf_ktime_get_ns() (CLOCK_MONOTONIC) until which the filler
+ * vouches for the cache.  The filler renews it after each check of the
+ * server; a dead or stuck filler stops the fast path when it runs out.
+ * 0: no filler has ever run (values put by hand, xpsctl data put), no
+ * lease is in force.
+ *
+ * idle_pass_ns: the server closes connections idle that long (Redis
+ * `timeout`, memcached `idle_timeout`), halved by the filler; the handler
+ * passes a request of each connection at least that often, so that the
+ * server sees it alive.  0: the server closes no idle connection.
+ */
+#define XPS_KV_NO_SERVE		(1U << 0)
+#define XPS_KV_STOP_GEN_SHIFT	16
+#define XPS_KV_STOP_GEN_ONE	(1U << XPS_KV_STOP_GEN_SHIFT)
+
+struct xps_kv_state {
+	__u32 cgen;			/* bumped for a write of every key */
+	__u32 flags;			/* see above */
+	__u64 lease_ns;
+	__u64 idle_pass_ns;
+};
+
 _Static_assert(sizeof(struct xps_kv_key) == 8 + XPS_KV_KEY_MAX, "xps_kv_key layout");
 _Static_assert(sizeof(struct xps_kv_hkey) == 8, "xps_kv_hkey layout");
+_Static_assert(sizeof(struct xps_kv_state) == 24, "xps_kv_state layout");
 _Static_assert(sizeof(struct xps_kv_arm) == 16 + 8 + XPS_KV_KEY_MAX, "xps_kv_arm layout");
 _Static_assert(sizeof(struct xps_kv_value) == 40 + 8 + XPS_KV_KEY_MAX + XPS_KV_VALUE_MAX,
 	       "xps_kv_value layout");

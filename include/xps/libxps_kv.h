@@ -200,9 +200,9 @@ LIBXPS_API int xps_kvcache__unseen_conns(struct xps_kvcache *kc);
 
 /*
  * The handler's state map value, mapped shared.  Every kv-cache handler's
- * state begins with __u32 cgen, __u32 flags; the rest is the handler's
- * (struct redis_state, struct mc_state).  The handler changes it
- * concurrently: use atomic operations only.
+ * state begins with struct xps_kv_state (include/xps/kvcache.h); the rest
+ * is the handler's (struct redis_state, struct mc_state).  The handler
+ * changes it concurrently: use atomic operations only.
  */
 LIBXPS_API void *xps_kvcache__state(struct xps_kvcache *kc);
 /* Set, then clear, bits of the state's flags word (atomically). */
@@ -213,6 +213,38 @@ LIBXPS_API void xps_kvcache__flags(struct xps_kvcache *kc, __u32 set,
  * say): a new cache generation.
  */
 LIBXPS_API void xps_kvcache__invalidate(struct xps_kvcache *kc);
+
+/*
+ * Vouch for the cache for @ns nanoseconds from now (struct xps_kv_state
+ * lease_ns): the handler answers nothing once the lease has run out, so
+ * a filler that dies or hangs stops the fast path within @ns.  @ns 0
+ * ends the lease at once (it never returns to "no lease": 0 in the map).
+ */
+LIBXPS_API void xps_kvcache__lease(struct xps_kvcache *kc, __u64 ns);
+/*
+ * The state's flags word now: read it before a check of the server
+ * whose result may lift a stop (xps_kvcache__lift()).
+ */
+LIBXPS_API __u32 xps_kvcache__stops(struct xps_kvcache *kc);
+/*
+ * Clear @clear in the flags, unless the handler stopped the fast path
+ * again since @seen was read (its stop generation moved): then a check
+ * that began before that stop would lift it, and nothing changes.  0, or
+ * -EAGAIN when a stop came since.
+ */
+LIBXPS_API int xps_kvcache__lift(struct xps_kvcache *kc, __u32 clear,
+				 __u32 seen);
+/*
+ * How many writes of every key (server-wide changes among them) are
+ * unanswered now (struct xps_wpend ovf), or a negative errno.
+ */
+LIBXPS_API long long xps_kvcache__writes_all_pending(struct xps_kvcache *kc);
+/*
+ * The handler passes a request of each connection at least every @ns
+ * (half the server's idle timeout), so the server sees it alive; 0:
+ * never needed.
+ */
+LIBXPS_API void xps_kvcache__idle_pass(struct xps_kvcache *kc, __u64 ns);
 
 #ifdef __cplusplus
 }

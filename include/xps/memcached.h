@@ -18,12 +18,11 @@
 #define MC_VERSIONS		262144	/* keys written; beyond: invalidate all */
 
 enum mc_state_flags {
-	MC_NO_SERVE = 1 << 0,		/* set by the filler, see its log */
+	MC_NO_SERVE = XPS_KV_NO_SERVE,	/* set by the filler, see its log */
 };
 
 struct mc_state {
-	__u32 cgen;			/* bumped by flush_all and unparsed bytes */
-	__u32 flags;
+	struct xps_kv_state kv;		/* cgen (flush_all, unparsed bytes), flags, lease */
 	__u64 last_udp_write_ns;	/* bpf_ktime_get_ns() of the last UDP write */
 	/*
 	 * flush_all <delay>: every item stored before the deadline dies
@@ -40,8 +39,9 @@ struct mc_state {
 
 enum mc_conn_flags {
 	MC_CONN_NO_SERVE = 1 << 0,	/* malformed input: boundaries lost */
+	MC_CONN_SPOKEN = 1 << 1,	/* memcached was given bytes of it */
 };
 
-_Static_assert(sizeof(struct mc_state) == 40, "mc_state layout");
+_Static_assert(sizeof(struct mc_state) == 56, "mc_state layout");
 
 #endif

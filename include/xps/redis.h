@@ -23,12 +23,16 @@ enum redis_state_flags {
 	 * server-wide change was seen; the filler clears it once it has
 	 * checked the server again.
 	 */
-	REDIS_NO_SERVE = 1 << 0,
+	REDIS_NO_SERVE = XPS_KV_NO_SERVE,
+	/*
+	 * A MONITOR was seen: the filler looks for monitors (CLIENT LIST)
+	 * until none is left, and keeps REDIS_NO_SERVE meanwhile.
+	 */
+	REDIS_MONITOR = 1 << 1,
 };
 
 struct redis_state {
-	__u32 cgen;			/* bumped by FLUSHALL and friends */
-	__u32 flags;			/* enum redis_state_flags */
+	struct xps_kv_state kv;		/* cgen, flags (enum redis_state_flags), lease */
 };
 
 /* xps_conn_state() flags */
@@ -36,6 +40,6 @@ enum redis_conn_flags {
 	REDIS_CONN_NO_SERVE = 1 << 0,	/* SELECT, MULTI, AUTH, HELLO... seen */
 };
 
-_Static_assert(sizeof(struct redis_state) == 8, "redis_state layout");
+_Static_assert(sizeof(struct redis_state) == 24, "redis_state layout");
 
 #endif

@@ -311,7 +311,7 @@ static int redis_cache(const struct xps_kv_key *key, const char *val,
 
 	if (bpf_map_lookup_elem(redis.state, &zero, &st))
 		return -errno;
-	v.cgen = st.cgen;
+	v.cgen = st.kv.cgen;
 	v.version = version_of(redis.versions, key);
 	memcpy(v.v, val, v.len);
 	if (want)
@@ -326,7 +326,7 @@ static __u32 redis_cgen(void)
 	__u32 zero = 0;
 
 	bpf_map_lookup_elem(redis.state, &zero, &st);
-	return st.cgen;
+	return st.kv.cgen;
 }
 
 static void redis_reset(void)
@@ -337,7 +337,7 @@ static void redis_reset(void)
 	clear_map(redis.data, sizeof(struct xps_kv_hkey));
 	drain_queue(redis.misses, sizeof(struct xps_kv_key));
 	bpf_map_lookup_elem(redis.state, &zero, &st);
-	st.flags = 0;
+	st.kv.flags = 0;
 	bpf_map_update_elem(redis.state, &zero, &st, BPF_ANY);
 }
 
@@ -741,7 +741,7 @@ static int mc_cache(const struct xps_kv_key *key, const char *val, __u32 flags,
 
 	if (bpf_map_lookup_elem(mc.state, &zero, &st))
 		return -errno;
-	v.cgen = st.cgen;
+	v.cgen = st.kv.cgen;
 	v.version = version_of(mc.versions, key);
 	memcpy(v.v, val, v.len);
 	return kv_set(mc.ctx, key, &v);
@@ -755,7 +755,7 @@ static void mc_reset(void)
 	clear_map(mc.data, sizeof(struct xps_kv_hkey));
 	drain_queue(mc.misses, sizeof(struct xps_kv_key));
 	bpf_map_lookup_elem(mc.state, &zero, &st);
-	st.flags = 0;
+	st.kv.flags = 0;
 	bpf_map_update_elem(mc.state, &zero, &st, BPF_ANY);
 }
 
