@@ -185,9 +185,10 @@ static __always_inline int xps_kv_set_key(struct xps_kv_walk *w,
 
 /*
  * Whether the handler may answer at all (struct xps_kv_state): nothing
- * stopped the fast path, and the filler's lease, if one was ever taken,
- * has not run out (a dead or stuck filler stops vouching for the cache).
- * @now: bpf_ktime_get_ns().
+ * stopped the fast path, the filler's lease, if one was ever taken, has
+ * not run out (a dead or stuck filler stops vouching for the cache), and
+ * the server's listening socket has not closed since the filler last
+ * dropped the cache (xps_server_gone()).  @now: bpf_ktime_get_ns().
  */
 static __always_inline int xps_kv_may_serve(const struct xps_kv_state *st,
 					    __u64 now)
@@ -196,7 +197,9 @@ static __always_inline int xps_kv_may_serve(const struct xps_kv_state *st,
 
 	if (*(volatile const __u32 *)&st->flags & XPS_KV_NO_SERVE)
 		return 0;
-	return !lease || now < lease;
+	if (lease && now >= lease)
+		return 0;
+	return !xps_server_gone();
 }
 
 /*

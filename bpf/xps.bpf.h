@@ -385,6 +385,26 @@ static __always_inline void xps_requests_lost(struct __sk_buff *skb)
 		__v ? *__v : 0;						\
 	})
 
+/* ---- the server ------------------------------------------------------- */
+
+/*
+ * Whether the service's listening socket closed since its helper last
+ * vouched for it (XPS_SERVER_GONE, include/xps/abi.h): a handler that
+ * answers from a copy of the server's data must then answer nothing,
+ * since whatever listens on the port next has data of its own.  Set by
+ * the kernel at the close; cleared by the handler's helper process.
+ */
+static __always_inline int xps_server_gone(void)
+{
+	struct xps_run *run = xps__run();
+	__u32 *w;
+
+	if (!run)
+		return 1;
+	w = bpf_map_lookup_elem(&xps_servers, &run->slot);
+	return !w || (*(volatile __u32 *)w & XPS_SERVER_GONE);
+}
+
 /* ---- the connection ---------------------------------------------------- */
 
 /*

@@ -76,6 +76,7 @@ struct task_struct___xps {
 
 /* tcp_sock starts with struct sock, which starts with sock_common */
 struct sock_common___xps {
+	__u16 skc_num;		/* the local port, host byte order */
 	struct {
 		__s64 counter;
 	} skc_cookie;
@@ -89,6 +90,7 @@ struct sock___xps {
 	struct {
 		int len;
 	} sk_backlog;
+	__u16 sk_protocol;
 } __attribute__((preserve_access_index));
 
 static __always_inline struct xps_config *config(void)
@@ -463,6 +465,55 @@ static __always_inline void release_key_writes(struct xps_conn *conn)
 	n = __sync_lock_test_and_set(&conn->wovf, 0);
 	if (n)
 		__sync_fetch_and_sub(&wp->ovf, n);
+}
+
+/* ---- TCP, both backends: a service's listening socket closes -------- */
+
+#define XPS_TCP_CLOSE	7	/* include/net/tcp_states.h */
+#define XPS_TCP_LISTEN	10
+
+struct bpf_map;
+
+/* Mark the server of every TCP predicate on port *@port gone. */
+static long mark_gone(struct bpf_map *map, const struct xps_pred_key *key,
+		      const struct xps_pred_value *val, __u16 *port)
+{
+	__u32 slot = val->slot, *w;
+
+	if (key->proto != IPPROTO_TCP ||
+	    ((key->mask & XPS_PRED_LPORT) && key->lport != *port))
+		return 0;
+	w = bpf_map_lookup_elem(&xps_servers, &slot);
+	if (w) {
+		__sync_fetch_and_or(w, XPS_SERVER_GONE);
+		__sync_fetch_and_add(w, XPS_SERVER_CLOSE_ONE);
+	}
+	return 0;
+}
+
+/*
+ * A listening TCP socket closed (the server exited, was killed or closed
+ * it): every context whose predicate could match a connection to its port
+ * has lost its server (XPS_SERVER_GONE, include/xps/abi.h), here, before
+ * the port can be bound again, whatever user space is doing.  Addresses
+ * and families are not compared: a listener on the wildcard address
+ * serves a predicate on one of its addresses, and marking one context too
+ * many only costs it a cache.  Runs at every TCP state change of the
+ * host; anything but a listener's close returns at the first test.
+ */
+SEC("tp_btf/inet_sock_set_state")
+int xps_listen_close(__u64 *ctx)
+{
+	struct sock___xps *sk = (void *)ctx[0];
+	__u16 port;
+
+	if ((int)ctx[1] != XPS_TCP_LISTEN || (int)ctx[2] != XPS_TCP_CLOSE)
+		return 0;
+	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+		return 0;
+	port = BPF_CORE_READ(sk, __sk_common.skc_num);
+	bpf_for_each_map_elem(&xps_preds, mark_gone, &port, 0);
+	return 0;
 }
 
 /* ---- TCP, both backends: connection records -------------------------- */

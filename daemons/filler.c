@@ -186,11 +186,17 @@ int filler_reconnect(struct filler *f, __u32 no_serve, const char *why,
 		     int (*connect)(void *arg), void *arg,
 		     volatile sig_atomic_t *stop)
 {
+	__u32 gone;
+
 	xps_kvcache__flags(f->kc, no_serve, 0);
 	while (!*stop) {
 		filler_status(f, "restarting", why);
+		/* a close after this read is seen by the next check */
+		gone = xps_kvcache__server_gone(f->kc);
 		if (!connect(arg)) {
 			xps_kvcache__invalidate(f->kc);
+			if (gone)
+				xps_kvcache__server_back(f->kc, gone);
 			f->backoff_ms = 0;
 			return 0;
 		}

@@ -34,8 +34,9 @@ void filler_status(struct filler *f, const char *state, const char *why);
  * off (100 ms doubling to 5 s) until it succeeds or *@stop is set, with
  * the handler kept out (@no_serve) until the daemon's next check clears
  * it.  Whatever was cached before may be stale (the server may have
- * restarted with other data): all of it is invalidated.  0, or -1 when
- * stopped.
+ * restarted with other data): all of it is invalidated, and then the
+ * kernel's mark that the server's listening socket closed
+ * (xps_kvcache__server_gone()) is cleared.  0, or -1 when stopped.
  */
 int filler_reconnect(struct filler *f, __u32 no_serve, const char *why,
 		     int (*connect)(void *arg), void *arg,

@@ -627,6 +627,15 @@ int main(int argc, char **argv)
 				logmsg("context '%s' was removed: exiting", name);
 				break;
 			}
+			if (xps_kvcache__server_gone(x.f.kc)) {
+				/* the kernel answers nothing meanwhile */
+				logmsg("Redis's listening socket closed: dropping the cache");
+				if (connect_redis(&x, host, port,
+						  "Redis's listening socket closed (restarted?)"))
+					goto out;
+				snprintf(last_why, sizeof(last_why), "-");
+				continue;
+			}
 			may_lift = filler_check_begin(&x.f, &seen);
 			if (check_server(&x, seen & REDIS_NO_SERVE)) {
 				/* closed, or an error reply (BUSY, LOADING) */

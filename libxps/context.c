@@ -823,6 +823,8 @@ static struct xps_context *ctx_create(const struct ctx_spec *s)
 	slot_cfg.proto = info.pred.proto;
 
 	zero_stats(&fw, slot);
+	/* a server that closed before this context is not its server */
+	bpf_map_update_elem(fw.servers, &slot, &(__u32){ 0 }, BPF_ANY);
 	/* handler first, then the slot, then what leads to it */
 	if (h.prog_fd >= 0 &&
 	    bpf_map_update_elem(progs, &slot, &h.prog_fd, BPF_ANY)) {

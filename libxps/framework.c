@@ -35,12 +35,13 @@ static const char *const fw_maps[] = {
 	"xps_stash", "xps_stash_zero", "xps_config", "xps_preds", "xps_masks", "xps_slots", "xps_ctxinfo",
 	"xps_comp", "xps_progs_tcp", "xps_progs_udp", "xps_stats", "xps_run",
 	"xps_sockhash", "xps_conns", "xps_tcifs", "xps_caps",
-	"xps_wpend",
+	"xps_wpend", "xps_servers",
 };
 
 #define LINK_SOCKOPS	PIN("link_sockops")
 #define LINK_NATIVE_TCP	PIN("link_native_tcp")
 #define LINK_NATIVE_UDP	PIN("link_native_udp")
+#define LINK_LISTEN_CLOSE PIN("link_listen_close")
 #define PROG_VERDICT	PIN("prog_stream_verdict")
 #define PROG_MSG	PIN("prog_msg_verdict")
 #define PROG_SOCKOPS	PIN("prog_sockops")
@@ -204,7 +205,7 @@ void fw_unlock(struct xps_fw *fw)
 	int *fds[] = { &fw->config, &fw->preds, &fw->masks, &fw->slots,
 		       &fw->ctxinfo, &fw->comp, &fw->progs_tcp,
 		       &fw->progs_udp, &fw->stats, &fw->sockhash, &fw->conns,
-		       &fw->tcifs };
+		       &fw->tcifs, &fw->servers };
 	size_t i;
 
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
@@ -253,6 +254,7 @@ int xps_framework__map_fd(enum xps_fw_map map)
 		[XPS_FW_MAP_CONFIG] = "xps_config",
 		[XPS_FW_MAP_CONNS] = "xps_conns",
 		[XPS_FW_MAP_WPEND] = "xps_wpend",
+		[XPS_FW_MAP_SERVERS] = "xps_servers",
 	};
 	int fd, err;
 
@@ -299,7 +301,8 @@ int fw_open(struct xps_fw *fw)
 	    (err = get_pinned("xps_stats", &fw->stats)) ||
 	    (err = get_pinned("xps_sockhash", &fw->sockhash)) ||
 	    (err = get_pinned("xps_conns", &fw->conns)) ||
-	    (err = get_pinned("xps_tcifs", &fw->tcifs))) {
+	    (err = get_pinned("xps_tcifs", &fw->tcifs)) ||
+	    (err = get_pinned("xps_servers", &fw->servers))) {
 		pr_warn("framework state under %s is incomplete (%s); remove it with 'xpsctl reset'\n",
 			XPS_PIN_ROOT, strerror(-err));
 		return err;
@@ -441,6 +444,28 @@ static int attach_sockhash(const struct fw_attach_ctx *a)
 	return err;
 }
 
+/* A tracing program: a link, pinned so that it outlives this process. */
+static int attach_tracing(const struct fw_attach_ctx *a)
+{
+	struct bpf_program *prog;
+	struct bpf_link *link;
+	int err;
+
+	prog = bpf_object__find_program_by_name(a->skel->obj, a->p->name);
+	link = prog ? bpf_program__attach(prog) : NULL;
+	if (!link) {
+		err = prog ? -errno : -ENOENT;
+		pr_warn("cannot attach %s: %s\n", a->p->name, strerror(-err));
+		return err;
+	}
+	err = bpf_link__pin(link, a->p->link_pin);
+	if (err)
+		pr_warn("cannot pin %s: %s\n", a->p->link_pin, strerror(-err));
+	/* the pin holds the link; without one this detaches it */
+	bpf_link__destroy(link);
+	return err;
+}
+
 /* The native hook, a link on this network namespace. */
 static int attach_netns(const struct fw_attach_ctx *a)
 {
@@ -473,6 +498,9 @@ static const struct fw_prog fw_progs[] = {
 	{ .name = "xps_sockops", .backends = BE_ALL,
 	  .attach = attach_cgroup, .pin = PROG_SOCKOPS,
 	  .link_pin = LINK_SOCKOPS },
+	/* a service's listening socket closed: its server is gone */
+	{ .name = "xps_listen_close", .backends = BE_ALL,
+	  .attach = attach_tracing, .link_pin = LINK_LISTEN_CLOSE },
 	/*
 	 * Reply counting, stock RESET, and on the native backend the
 	 * release of answered writes (release_writes())

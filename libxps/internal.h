@@ -34,6 +34,7 @@ struct xps_fw {
 	int sockhash;
 	int conns;
 	int tcifs;
+	int servers;
 	__u32 backend_tcp;
 	__u32 backend_udp;
 };

@@ -55,6 +55,10 @@ struct xps_kvcache {
 	__u16 port;
 	int data_fd, misses_fd, state_fd, versions_fd, config_fd, conns_fd;
 	int wpend_fd;		/* opened on first use */
+	/* the framework's xps_servers, mapped shared: our slot's word */
+	int servers_fd;
+	__u32 *servers;
+	size_t servers_len;
 	struct xps_wpend *wpend;	/* its value, read by the filler */
 	/* the handler's state (cgen, flags, ...), mapped shared */
 	void *state;
@@ -112,6 +116,10 @@ void xps_kvcache__close(struct xps_kvcache *kc)
 	ring_detach(kc);
 	ring_buffer__free(kc->rb);
 	free(kc->wpend);
+	if (kc->servers)
+		munmap(kc->servers, kc->servers_len);
+	if (kc->servers_fd >= 0)
+		close(kc->servers_fd);
 	if (kc->state)
 		munmap(kc->state, kc->state_len);
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
@@ -182,7 +190,7 @@ struct xps_kvcache *xps_kvcache__open(const struct xps_context *ctx,
 	kc = calloc(1, sizeof(*kc));
 	if (!kc)
 		return libxps_err_ptr(-ENOMEM);
-	kc->caps_fd = kc->ring_fd = kc->wpend_fd = -1;
+	kc->caps_fd = kc->ring_fd = kc->wpend_fd = kc->servers_fd = -1;
 	snprintf(kc->name, sizeof(kc->name), "%s", xps_context__name(ctx));
 	kc->port = info.pred.lport;
 	kc->skip_ns = OPTS_GET(opts, skip_ns, 0) ?: SKIP_NS_DEFAULT;
@@ -204,6 +212,21 @@ struct xps_kvcache *xps_kvcache__open(const struct xps_context *ctx,
 	err = ring_attach(kc, ctx->slot);
 	if (err)
 		goto fail;
+	kc->servers_fd = xps_framework__map_fd(XPS_FW_MAP_SERVERS);
+	if (kc->servers_fd < 0) {
+		err = kc->servers_fd;
+		goto fail;
+	}
+	kc->servers_len = XPS_MAX_SLOTS * sizeof(__u32);
+	kc->servers = mmap(NULL, kc->servers_len, PROT_READ | PROT_WRITE,
+			   MAP_SHARED, kc->servers_fd, 0);
+	if (kc->servers == MAP_FAILED) {
+		err = -errno;
+		kc->servers = NULL;
+		pr_warn("cannot map the framework's xps_servers: %s\n",
+			strerror(-err));
+		goto fail;
+	}
 	kc->state_len = page > 0 ? (size_t)page : 4096;
 	kc->state = mmap(NULL, kc->state_len, PROT_READ | PROT_WRITE,
 			 MAP_SHARED, kc->state_fd, 0);
@@ -323,6 +346,28 @@ long long xps_kvcache__writes_all_pending(struct xps_kvcache *kc)
 	if (bpf_map_lookup_elem(kc->wpend_fd, &zero, kc->wpend))
 		return libxps_err(-errno);
 	return (long long)kc->wpend->ovf;
+}
+
+__u32 xps_kvcache__server_gone(struct xps_kvcache *kc)
+{
+	__u32 w;
+
+	if (!kc || kc->slot >= XPS_MAX_SLOTS)
+		return 0;
+	w = __atomic_load_n(&kc->servers[kc->slot], __ATOMIC_SEQ_CST);
+	return w & XPS_SERVER_GONE ? w : 0;
+}
+
+int xps_kvcache__server_back(struct xps_kvcache *kc, __u32 seen)
+{
+	if (!kc || kc->slot >= XPS_MAX_SLOTS)
+		return libxps_err(-EINVAL);
+	/* a close since @seen moved the count: it stays seen */
+	if (!__atomic_compare_exchange_n(&kc->servers[kc->slot], &seen,
+					 seen & ~XPS_SERVER_GONE, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return -EAGAIN;
+	return 0;
 }
 
 void xps_kvcache__idle_pass(struct xps_kvcache *kc, __u64 ns)

@@ -179,6 +179,7 @@ enum xps_fw_map {
 	XPS_FW_MAP_CONFIG,	/* struct xps_config, index 0 */
 	XPS_FW_MAP_CONNS,	/* struct xps_conn by socket cookie */
 	XPS_FW_MAP_WPEND,	/* struct xps_wpend, index 0 */
+	XPS_FW_MAP_SERVERS,	/* __u32 by slot: XPS_SERVER_GONE... */
 };
 /* A new file descriptor of a loaded framework's map; -ENOENT if none. */
 LIBXPS_API int xps_framework__map_fd(enum xps_fw_map map);

@@ -99,6 +99,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xps_wpend SEC(".maps");
 
+/* Whether a slot's server is gone (XPS_SERVER_GONE), by slot; mappable. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XPS_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_servers SEC(".maps");
+
 /*
  * Reply capture (struct xps_cap_hdr): one ring per slot, made and put
  * here by the user-space process that reads it (libxps's kv-cache); a

@@ -381,6 +381,21 @@ _Static_assert(sizeof(struct xps_stash_slot) == 8 + 2 * XPS_STOCK_REPLY_MAX,
 	       "xps_stash_slot layout");
 _Static_assert(sizeof(struct xps_tc_if) == 8, "xps_tc_if layout");
 _Static_assert(sizeof(struct xps_cap_hdr) == 24, "xps_cap_hdr layout");
+/*
+ * The server behind a slot (xps_servers, one __u32 by slot): when a
+ * listening TCP socket that the slot's predicate matches closes, the
+ * framework sets XPS_SERVER_GONE and adds XPS_SERVER_CLOSE_ONE, in the
+ * kernel, before the port can be bound again.  A handler answers nothing
+ * while its slot's server is gone (xps_server_gone()): a server started
+ * on the port afterwards has data of its own.  The slot's filler clears
+ * the bit once it has dropped what it cached (xps_kvcache__server_back()),
+ * with a compare-and-swap, so that a close that came meanwhile stays
+ * seen.  The map is mappable; libxps zeroes a slot's word when it
+ * creates a context there.
+ */
+#define XPS_SERVER_GONE		1u
+#define XPS_SERVER_CLOSE_ONE	2u
+
 _Static_assert(sizeof(struct xps_pred_key) == 40, "xps_pred_key layout");
 _Static_assert(sizeof(struct xps_pred_value) == 8, "xps_pred_value layout");
 _Static_assert(sizeof(struct xps_pred_masks) == 36, "xps_pred_masks layout");

@@ -705,5 +705,296 @@ def test_value_served_only_with_its_seal():
         r.close()
 
 
+# ---- the kernel answers only what Redis would answer, now (issue 24) ----
+
+ADMIN = ("admin", "adminpw")
+
+
+def admin_call(port, *args):
+    """@args over a new connection authenticated as the admin user."""
+    c = Client(port)
+    try:
+        eq(c.call("AUTH", *ADMIN), b"+OK\r\n", "AUTH admin")
+        return c.call(*args)
+    finally:
+        c.close()
+
+
+def default_user_open(*servers):
+    for srv in servers:
+        admin_call(srv.port, "ACL", "SETUSER", "default", "reset", "on",
+                   "nopass", "~*", "&*", "+@all")
+
+
+def tx():
+    return stats("redis")["tx"]
+
+
+def same_gets(pairs, key, what):
+    """GET @key on each (accelerated, plain) pair of connections: the
+    same bytes."""
+    for a, b in pairs:
+        eq(a.call("GET", key), b.call("GET", key), what)
+
+
+@test
+def test_acl_changes_follow_redis():
+    """Five changes of the default user (a password, key patterns, -get,
+    off, resetpass), each made with redis-cli and over an accelerated
+    connection: right after the change, fresh and older connections get
+    from XPS the bytes a plain Redis gives them (-NOAUTH, -NOPERM or the
+    value), and the kernel answers none of them; once the default user may
+    read everything again, the kernel serves again."""
+    r, p = Redis(), Redis(port=PORT + 1)
+    changes = [[">pw2"], ["resetkeys", "~public:*"], ["-get"], ["off"],
+               ["resetpass"]]
+    try:
+        for srv in (r, p):
+            srv.cli("ACL", "SETUSER", ADMIN[0], "on", ">" + ADMIN[1], "~*",
+                    "&*", "+@all")
+            srv.cli("SET", "secret:x", "topsecret")
+        start_service(r)
+        for change in changes:
+            for via in ("redis-cli", "accelerated"):
+                what = "ACL SETUSER default %s (%s)" % (" ".join(change), via)
+                old = Client(r.port)
+                warm(old, "secret:x", b"topsecret")
+                old_p = Client(p.port)
+                old_p.call("PING")
+                before = tx()
+                for srv in (r, p):
+                    if via == "redis-cli":
+                        eq(srv.cli("ACL", "SETUSER", "default", *change), "OK", what)
+                    else:
+                        c = Client(srv.port)
+                        eq(c.call("ACL", "SETUSER", "default", *change),
+                           b"+OK\r\n", what)
+                        c.close()
+                # long enough for the filler's checks to lift a stop they
+                # should not, and for the old connection's GET to teach
+                # the cache a value the fresh ones may not read
+                t = time.time()
+                while time.time() - t < 3:
+                    fresh, fresh_p = Client(r.port), Client(p.port)
+                    same_gets([(fresh, fresh_p), (old, old_p)], "secret:x", what)
+                    fresh.close()
+                    fresh_p.close()
+                    time.sleep(0.05)
+                eq(tx(), before, "kernel answers after " + what)
+                old.close()
+                old_p.close()
+                default_user_open(r, p)
+        # the other direction: the filler verified an open default user
+        c = Client(r.port)
+        warm(c, "secret:x", b"topsecret")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+        p.close()
+
+
+@test
+def test_dead_filler_stops_the_kernel():
+    """kill -9 of xps-redisd: within its lease (3 s) the kernel stops
+    answering, and a Redis restarted with other data is never answered
+    for with the old value."""
+    r = Redis()
+    try:
+        start_service(r)
+        r.cli("SET", "dk", "old-value")
+        c = Client()
+        warm(c, "dk", b"old-value")
+        pid = [x for x in xpsctl("service", "list") if x["name"] == "redis"][0]["daemon_pid"]
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not os.path.exists("/proc/%d" % pid), timeout=5,
+                 what="xps-redisd to die")
+        time.sleep(3.2)
+        before = tx()
+        for _ in range(20):
+            eq(c.call("GET", "dk"), b"$9\r\nold-value\r\n", "GET, filler dead")
+        eq(tx(), before, "kernel answers with the filler dead")
+        c.close()
+        r.close()
+        r = Redis()
+        r.cli("SET", "dk", "new-value")
+        c = Client()
+        for _ in range(20):
+            eq(c.call("GET", "dk"), b"$9\r\nnew-value\r\n", "GET after the restart")
+        eq(tx(), before, "kernel answers after the restart")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
+def test_restarted_server_never_answered_for():
+    """redis-server stopped (SIGTERM, SIGKILL) and a new, empty one started
+    on the port at once, with the filler alive and with it killed: the
+    kernel drops the cache when the old listening socket closes, so no
+    read of the new server gets an old value; once the filler has dropped
+    the cache, the kernel serves the new server's values."""
+    r = Redis()
+    try:
+        start_service(r)
+        for sig, kill_filler in ((signal.SIGTERM, False), (signal.SIGKILL, False),
+                                 (signal.SIGKILL, True)):
+            what = "%s%s" % (sig.name, ", filler killed" if kill_filler else "")
+            r.cli("SET", "rk", "old-value")
+            c = Client()
+            warm(c, "rk", b"old-value")
+            c.close()
+            if kill_filler:
+                pid = [x for x in xpsctl("service", "list")
+                       if x["name"] == "redis"][0]["daemon_pid"]
+                os.kill(pid, signal.SIGKILL)
+            r.proc.send_signal(sig)
+            r.proc.wait(10)
+            shutil.rmtree(r.dir, ignore_errors=True)
+            r = Redis()
+            # rk is not written (a write would invalidate it): the new
+            # server has none.  One connection: on the stock backend a connection's first
+            # bytes always reach the server
+            c = Client()
+            before, t = tx(), time.time()
+            while time.time() - t < 1.5:
+                eq(c.call("GET", "rk"), b"$-1\r\n", "GET after " + what)
+            c.close()
+            r.cli("SET", "rk", "new-value")
+            if kill_filler:
+                eq(tx(), before, "kernel answers, filler dead")
+                xpsctl("service", "stop", "redis")
+                start_service(r)
+            c = Client()
+            warm(c, "rk", b"new-value")
+            c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
+def test_busy_read_only_script_is_not_answered_for():
+    """EVAL_RO past lua-time-limit: Redis answers every other client
+    -BUSY, and so does XPS (the script counts as a write of every key)."""
+    r = Redis()
+    try:
+        r.cli("CONFIG", "SET", "lua-time-limit", "10")
+        start_service(r)
+        r.cli("SET", "bk", "value")
+        c = Client()
+        warm(c, "bk", b"value")
+        for fn in ("EVAL_RO", "FCALL_RO"):
+            if fn == "FCALL_RO":
+                eq(r.cli("FUNCTION", "LOAD", "REPLACE",
+                         "#!lua name=xpsbusy\nredis.register_function{function_name='spin', "
+                         "callback=function() while true do end end, flags={'no-writes'}}"),
+                   "xpsbusy", "FUNCTION LOAD")
+                warm(c, "bk", b"value")
+                cmd = ["FCALL_RO", "spin", "0"]
+            else:
+                cmd = ["EVAL_RO", "while true do end", "0"]
+            before = tx()
+            script = Client()
+            script.c.sendall(resp(*cmd))
+            try:
+                wait_for(lambda: redis_cli(r.port, "PING").startswith("BUSY"),
+                         timeout=10, what="Redis to answer BUSY")
+                for _ in range(5):
+                    got = c.call("GET", "bk")
+                    if not got.startswith(b"-BUSY"):
+                        raise AssertionError("%s: GET got %r, Redis answers -BUSY"
+                                             % (fn, got))
+                eq(tx(), before, "kernel answers while %s runs" % fn)
+            finally:
+                redis_cli(r.port, "FUNCTION" if fn == "FCALL_RO" else "SCRIPT", "KILL")
+                script.close()
+            warm(c, "bk", b"value")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
+def test_monitor_sees_every_get():
+    """While a MONITOR client is connected, the kernel answers nothing, so
+    the monitor sees every GET; once it is gone, the kernel serves again."""
+    r = Redis()
+    try:
+        start_service(r)
+        r.cli("SET", "mk", "value")
+        c = Client()
+        warm(c, "mk", b"value")
+        mon = Client()
+        eq(mon.call("MONITOR"), b"+OK\r\n", "MONITOR")
+        before = tx()
+        for _ in range(5):
+            eq(c.call("GET", "mk"), b"$5\r\nvalue\r\n", "GET under MONITOR")
+        eq(tx(), before, "kernel answers under MONITOR")
+        seen, t = b"", time.time()
+        while seen.count(b'"GET" "mk"') < 5 and time.time() - t < 5:
+            seen += mon.c.recv(65536)
+        eq(seen.count(b'"GET" "mk"'), 5, "GETs the monitor saw")
+        mon.close()
+        warm(c, "mk", b"value")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
+def test_idle_timeout_keeps_served_connections():
+    """Redis closes connections idle for `timeout` seconds: one whose GETs
+    the kernel answers is still seen alive (a GET passed every half
+    timeout), as without XPS."""
+    r = Redis()
+    try:
+        r.cli("CONFIG", "SET", "timeout", "2")
+        start_service(r)
+        r.cli("SET", "ik", "value")
+        c = Client()
+        warm(c, "ik", b"value")
+        before = tx()
+        t = time.time()
+        while time.time() - t < 6:
+            eq(c.call("GET", "ik"), b"$5\r\nvalue\r\n", "GET, timeout 2")
+            time.sleep(0.1)
+        if tx() - before < 20:
+            raise AssertionError("the kernel answered %d GETs" % (tx() - before))
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
+def test_config_set_port_stops_the_kernel():
+    """CONFIG SET port: writes through the new port bypass XPS, so a
+    connection on the old one is no longer answered from the cache."""
+    r = Redis()
+    try:
+        start_service(r)
+        r.cli("SET", "pk", "old-value")
+        c = Client()
+        warm(c, "pk", b"old-value")
+        eq(c.call("CONFIG", "SET", "port", str(PORT + 2)), b"+OK\r\n", "CONFIG SET port")
+        eq(redis_cli(PORT + 2, "SET", "pk", "new-value"), "OK", "SET on the new port")
+        before = tx()
+        t = time.time()
+        while time.time() - t < 2.5:
+            eq(c.call("GET", "pk"), b"$9\r\nnew-value\r\n", "GET on the old port")
+            time.sleep(0.05)
+        eq(tx(), before, "kernel answers after CONFIG SET port")
+        wait_for(lambda: service_state("redis").startswith("degraded: Redis listens on port"),
+                 timeout=5, what="the service to say why it does not serve")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
 if __name__ == "__main__":
     main()
