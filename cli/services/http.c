@@ -158,7 +158,7 @@ static const struct svc_opt http_opts[] = {
 	SVC_OPT_PORT(struct http_args, "the server's TCP port (required)"),
 	{ .name = "--block", .arg = "METHOD=STATUS", .type = SVC_OPT_LIST,
 	  .off = offsetof(struct http_args, blocks),
-	  .help = "answer METHOD with STATUS: 403, 404, 405, 429, or 444 to reset the connection (default: POST=405; up to 16)" },
+	  .help = "answer METHOD with STATUS: 403, 404, 405, 429, or 444 to reset the connection (RST: the client sees ECONNRESET, where nginx's 444 closes with a FIN) (default: POST=405; up to 16)" },
 	SVC_OPT_NAME(struct http_args, "the context's name (default: http)"),
 	{ NULL },
 };

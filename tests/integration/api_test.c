@@ -471,7 +471,7 @@ static void kvcache_checks(const char *obj_redis, const char *obj_kv)
 	struct xps_kv_asked asked;
 	struct redis_state *st;
 	struct xps_kvcache *kc;
-	__u32 cgen;
+	__u32 cgen, seen;
 	int err;
 
 	printf("kv-cache: fills, state, miss queue, learning\n");
@@ -493,18 +493,44 @@ static void kvcache_checks(const char *obj_redis, const char *obj_kv)
 		goto out;
 
 	xps_kvcache__flags(kc, REDIS_NO_SERVE, 0);
-	CHECK(st->flags & REDIS_NO_SERVE, "flags set");
+	CHECK(st->kv.flags & REDIS_NO_SERVE, "flags set");
 	xps_kvcache__flags(kc, 0, REDIS_NO_SERVE);
-	CHECK(!(st->flags & REDIS_NO_SERVE), "flags cleared");
-	cgen = st->cgen;
+	CHECK(!(st->kv.flags & REDIS_NO_SERVE), "flags cleared");
+	cgen = st->kv.cgen;
 	xps_kvcache__invalidate(kc);
-	CHECK(st->cgen == cgen + 1, "invalidate: a new generation");
+	CHECK(st->kv.cgen == cgen + 1, "invalidate: a new generation");
+
+	/*
+	 * A stop the handler sets after a check began (xps_kv_stop(): the
+	 * flag, then the generation) is not lifted by that check.
+	 */
+	seen = xps_kvcache__stops(kc);
+	__atomic_fetch_or(&st->kv.flags, XPS_KV_NO_SERVE, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&st->kv.flags, XPS_KV_STOP_GEN_ONE, __ATOMIC_SEQ_CST);
+	CHECK(xps_kvcache__lift(kc, REDIS_NO_SERVE, seen) == -EAGAIN &&
+	      (st->kv.flags & REDIS_NO_SERVE),
+	      "a check older than the stop lifts nothing");
+	seen = xps_kvcache__stops(kc);
+	CHECK(!xps_kvcache__lift(kc, REDIS_NO_SERVE, seen) &&
+	      !(st->kv.flags & REDIS_NO_SERVE) &&
+	      (st->kv.flags >> XPS_KV_STOP_GEN_SHIFT) ==
+	      (seen >> XPS_KV_STOP_GEN_SHIFT),
+	      "a check after the stop lifts it, the generation kept");
+	CHECK(xps_kvcache__writes_all_pending(kc) == 0,
+	      "no write of every key unanswered");
+	CHECK(st->kv.lease_ns == 0, "no lease before a filler ran");
+	xps_kvcache__lease(kc, 3000000000ULL);
+	CHECK(st->kv.lease_ns > 3000000000ULL, "a lease");
+	xps_kvcache__lease(kc, 0);
+	CHECK(st->kv.lease_ns == 1, "a lease ended is not 'no lease'");
+	st->kv.lease_ns = 0;
+	CHECK(xps_kvcache__server_gone(kc) == 0, "a new context has its server");
 
 	xps_kv_key_set(&key, "greeting", 8);
 	memset(&val, 0xaa, sizeof(val));
 	err = xps_kvcache__fill_begin(kc, &key, &val);
 	CHECK(!err, "fill_begin with no write unanswered: %d", err);
-	CHECK(val.cgen == st->cgen && val.version == 0,
+	CHECK(val.cgen == st->kv.cgen && val.version == 0,
 	      "stamped with the generation (%u) and version 0 (%llu)", val.cgen,
 	      (unsigned long long)val.version);
 	val.len = 5;

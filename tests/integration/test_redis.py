@@ -795,6 +795,82 @@ def test_acl_changes_follow_redis():
 
 
 @test
+def test_users_and_passwords_get_what_redis_gives():
+    """Connections authenticated as restricted users (~public:*, -@read,
+    nopass), with AUTH and with HELLO 3 AUTH, and requirepass set and
+    cleared: every GET gets the bytes a plain twin Redis gives, the
+    kernel answers none of them while the default user is not open, and
+    serves again once it is."""
+    r, p = Redis(), Redis(port=PORT + 1)
+    users = [("pub", ["on", ">pubpw", "~public:*", "+@all"]),
+             ("noread", ["on", ">nrpw", "~*", "+@all", "-@read"]),
+             ("free", ["on", "nopass", "~*", "+@all"])]
+    try:
+        for srv in (r, p):
+            for name, rules in users:
+                srv.cli("ACL", "SETUSER", name, *rules)
+            srv.cli("SET", "secret:x", "topsecret")
+            srv.cli("SET", "public:y", "open")
+        start_service(r)
+        c = Client(r.port)
+        warm(c, "secret:x", b"topsecret")
+        warm(c, "public:y", b"open")
+        before = tx()
+        for name, rules in users:
+            pw = next((x[1:] for x in rules if x.startswith(">")), "any")
+            for hello in (False, True):
+                pair = []
+                for srv in (r, p):
+                    cc = Client(srv.port)
+                    if hello:
+                        # HELLO 3's reply is a RESP3 map whose client id
+                        # differs between the servers: read past a PING
+                        cc.c.sendall(resp("HELLO", "3", "AUTH", name, pw) +
+                                     resp("PING"))
+                        while b"+PONG\r\n" not in cc.buf:
+                            cc.buf += cc.c.recv(65536)
+                        cc.buf = cc.buf.split(b"+PONG\r\n", 1)[1]
+                    else:
+                        cc.call("AUTH", name, pw)
+                    pair.append(cc)
+                for key in ("secret:x", "public:y", "secret:x"):
+                    same_gets([tuple(pair)], key, "%s%s GET %s" % (
+                        name, " (HELLO 3)" if hello else "", key))
+                for cc in pair:
+                    cc.close()
+        eq(tx(), before, "kernel answers to authenticated users")
+        # requirepass set, then cleared: the default user follows
+        old = Client(r.port)
+        warm(old, "secret:x", b"topsecret")
+        old_p = Client(p.port)
+        before = tx()
+        for srv, conn in ((r, old), (p, old_p)):
+            eq(conn.call("CONFIG", "SET", "requirepass", "pw"), b"+OK\r\n",
+               "CONFIG SET requirepass")
+        t = time.time()
+        while time.time() - t < 2:
+            fresh, fresh_p = Client(r.port), Client(p.port)
+            same_gets([(fresh, fresh_p), (old, old_p)], "secret:x",
+                      "GET under requirepass")
+            fresh.close()
+            fresh_p.close()
+            time.sleep(0.05)
+        eq(tx(), before, "kernel answers under requirepass")
+        for conn in (old, old_p):
+            eq(conn.call("CONFIG", "SET", "requirepass", ""), b"+OK\r\n",
+               "CONFIG SET requirepass ''")
+            conn.close()
+        c.close()
+        c = Client(r.port)
+        warm(c, "secret:x", b"topsecret")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+        p.close()
+
+
+@test
 def test_dead_filler_stops_the_kernel():
     """kill -9 of xps-redisd: within its lease (3 s) the kernel stops
     answering, and a Redis restarted with other data is never answered
