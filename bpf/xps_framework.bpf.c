@@ -474,14 +474,13 @@ static __always_inline void release_key_writes(struct xps_conn *conn)
 
 struct bpf_map;
 
-/* Mark the server of every TCP predicate on port *@port gone. */
+/* Mark the server of every predicate on port *@port gone. */
 static long mark_gone(struct bpf_map *map, const struct xps_pred_key *key,
 		      const struct xps_pred_value *val, __u16 *port)
 {
 	__u32 slot = val->slot, *w;
 
-	if (key->proto != IPPROTO_TCP ||
-	    ((key->mask & XPS_PRED_LPORT) && key->lport != *port))
+	if ((key->mask & XPS_PRED_LPORT) && key->lport != *port)
 		return 0;
 	w = bpf_map_lookup_elem(&xps_servers, &slot);
 	if (w) {
@@ -493,8 +492,8 @@ static long mark_gone(struct bpf_map *map, const struct xps_pred_key *key,
 
 /*
  * A listening TCP socket closed (the server exited, was killed or closed
- * it): every context whose predicate could match a connection to its port
- * has lost its server (XPS_SERVER_GONE, include/xps/abi.h), here, before
+ * it): every context whose predicate could match its port, TCP or UDP (a
+ * server's UDP socket goes with it), has lost its server (XPS_SERVER_GONE, include/xps/abi.h), here, before
  * the port can be bound again, whatever user space is doing.  Addresses
  * and families are not compared: a listener on the wildcard address
  * serves a predicate on one of its addresses, and marking one context too

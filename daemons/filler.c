@@ -186,7 +186,7 @@ int filler_reconnect(struct filler *f, __u32 no_serve, const char *why,
 		     int (*connect)(void *arg), void *arg,
 		     volatile sig_atomic_t *stop)
 {
-	__u32 gone;
+	bool gone;
 
 	xps_kvcache__flags(f->kc, no_serve, 0);
 	while (!*stop) {
@@ -196,7 +196,7 @@ int filler_reconnect(struct filler *f, __u32 no_serve, const char *why,
 		if (!connect(arg)) {
 			xps_kvcache__invalidate(f->kc);
 			if (gone)
-				xps_kvcache__server_back(f->kc, gone);
+				xps_kvcache__server_back(f->kc);
 			f->backoff_ms = 0;
 			return 0;
 		}

@@ -14,11 +14,17 @@
  * inserted under the coherence protocol of docs/coherence.md; only items
  * without expiry are cached.
  * The handler is kept out while connections XPS does not see are open,
- * and for a second after a write arrived over UDP (whose answer XPS cannot
- * see).
+ * for a second after a write arrived over UDP (whose answer XPS cannot
+ * see), and while memcached demands authentication.  Items memcached
+ * drops on its own (evictions) invalidate the cache: its log watcher
+ * (`watch evictions`) tells at once, its counters at the next check.
+ * Every check renews the cache's lease: if this daemon dies or hangs, the
+ * kernel stops answering within FILLER_LEASE_NS.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <netdb.h>
 #include <stddef.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -442,14 +448,253 @@ static int fetch_miss(struct filler *f, struct mc *c, const char *why)
 	return r < 0 ? -1 : 0;
 }
 
-/* Is memcached still there, on the same connection?  0 or -1. */
-static int mc_ping(struct mc *c)
-{
-	char line[64];
+/*
+ * What a check reads from memcached (mc_check()).
+ *
+ * removed: items memcached dropped while they were live, on its own:
+ * evictions from an LRU's tail, and the items its slab page mover throws
+ * away (no memory to rescue them to; busy ones it deletes).  The first
+ * are logged to watchers too (watch_drain()); the mover's are counted
+ * only.  Items that expire, and flush_all, are the handler's business.
+ *
+ * idle_timeout: memcached's -o idle_timeout (seconds, 0: none).
+ * auth: memcached demands authentication (-Y, ASCII; -S, SASL) before
+ * any command, which the handler cannot follow.
+ */
+struct mc_seen {
+	unsigned long long removed;
+	unsigned long long idle_timeout;
+	bool auth;
+};
 
-	if (dprintf(c->fd, "mn\r\n") < 0 || read_line(c, line, sizeof(line)))
+/*
+ * A "STAT @name @val" line of `stats` (@settings false) or of `stats
+ * settings` (true; the names overlap: "evictions on" is a setting there).
+ * 0, or -1 for a value that does not parse.
+ */
+static int mc_stat(struct mc_seen *s, bool settings, const char *name,
+		   const char *val)
+{
+	static const char *const removed[] = {
+		"evictions", "slab_reassign_evictions_nomem",
+		"slab_reassign_busy_deletes",
+	};
+	unsigned long long *into = NULL, v;
+	char *e;
+	size_t i;
+
+	if (settings) {
+		if (!strcmp(name, "auth_enabled_sasl") ||
+		    !strcmp(name, "auth_enabled_ascii")) {
+			/* "yes" or "no"; anything else is taken as yes */
+			if (strcmp(val, "no"))
+				s->auth = true;
+			return 0;
+		}
+		if (!strcmp(name, "idle_timeout"))
+			into = &s->idle_timeout;
+	} else {
+		for (i = 0; i < sizeof(removed) / sizeof(removed[0]); i++)
+			if (!strcmp(name, removed[i]))
+				into = &s->removed;
+	}
+	if (!into)
+		return 0;
+	errno = 0;
+	v = strtoull(val, &e, 10);
+	if (errno || *e || e == val)
 		return -1;
-	return strcmp(line, "MN") ? -1 : 0;
+	*into += v;
+	return 0;
+}
+
+/*
+ * `stats`, then `stats settings` (both harmless to the handler, counted
+ * by memcached in no statistic); this is also the check that memcached
+ * is still there, on the same connection.  0 with @s filled, or -1 when
+ * the connection failed or memcached answered something unexpected.
+ * memcached with -Y answers "CLIENT_ERROR unauthenticated" (and drops
+ * the rest of what it read, so the two are not sent in one write): then
+ * only s->auth is set.
+ */
+static int mc_check(struct mc *c, struct mc_seen *s)
+{
+	static const char *const cmd[] = { "stats", "stats settings" };
+	char line[512], *val;
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	for (i = 0; i < 2; i++) {
+		if (dprintf(c->fd, "%s\r\n", cmd[i]) < 0)
+			return -1;
+		for (;;) {
+			if (read_line(c, line, sizeof(line)))
+				return -1;
+			if (!strcmp(line, "END"))
+				break;
+			if (!strcmp(line, "CLIENT_ERROR unauthenticated")) {
+				s->auth = true;
+				return 0;
+			}
+			if (strncmp(line, "STAT ", 5)) {
+				logmsg("unexpected reply to %s: %.60s",
+				       cmd[i], line);
+				return -1;
+			}
+			val = strchr(line + 5, ' ');
+			if (!val)
+				return -1;
+			*val++ = '\0';
+			if (mc_stat(s, i == 1, line + 5, val)) {
+				logmsg("unexpected stat: %.60s %.60s",
+				       line + 5, val);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * The eviction watch: a second connection on which memcached's log
+ * watcher (`watch evictions`, memcached >= 1.5.19) writes a line for
+ * every item it evicts, before it unlinks it, e.g.
+ *   ts=1795708523.621476 gid=2 type=eviction key=key0 fetch=no ttl=-1 la=0 clsid=9 size=500
+ * Lines are what its logger thread passes on, which sleeps up to a
+ * second while there is nothing to log, so the mover's deletions and a
+ * slow logger are bounded by the counters of the next check (mc_check())
+ * instead.  Any byte that arrives invalidates every cached value (a new
+ * cache generation): a value learned from a reply captured before the
+ * bump carries the old generation and is never served.  A key's own
+ * version is the handler's to write, so the key the line names is not
+ * used, and a line memcached skipped or dropped (its buffers were full)
+ * is covered by the lines still queued before it.
+ */
+struct watch {
+	int fd;			/* -1: not open */
+	bool bol;		/* the next byte read begins a line */
+	__u64 bumps;		/* invalidations it caused */
+	__u64 lag_max_us, lag_sum_us, lags;	/* eviction to invalidation */
+};
+
+/* Open the watch: 0, or -1 with the reason in @err. */
+static int watch_open(struct watch *w, const char *host, const char *port,
+		      char *err, size_t errsz)
+{
+	struct mc m = { .len = 0 };
+	char line[128];
+	int gai_err, fl;
+
+	w->bol = true;
+	m.fd = filler_tcp_connect(host, port, 1000, &gai_err);
+	if (m.fd < 0) {
+		snprintf(err, errsz, "cannot connect: %s",
+			 gai_err ? gai_strerror(gai_err) : strerror(errno));
+		return -1;
+	}
+	if (dprintf(m.fd, "watch evictions\r\n") < 0 ||
+	    read_line(&m, line, sizeof(line))) {
+		snprintf(err, errsz, "no answer to watch evictions");
+		goto fail;
+	}
+	if (strcmp(line, "OK")) {
+		/* -W: "CLIENT_ERROR watch commands not allowed" */
+		snprintf(err, errsz, "memcached answers %.80s", line);
+		goto fail;
+	}
+	/*
+	 * Lines read past the OK are dropped: the caller invalidates once
+	 * the watch is open (evictions before it were not watched), after
+	 * them.
+	 */
+	fl = fcntl(m.fd, F_GETFL);
+	if (fl < 0 || fcntl(m.fd, F_SETFL, fl | O_NONBLOCK)) {
+		snprintf(err, errsz, "fcntl: %s", strerror(errno));
+		goto fail;
+	}
+	w->fd = m.fd;
+	return 0;
+fail:
+	close(m.fd);
+	return -1;
+}
+static void watch_close(struct watch *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	w->fd = -1;
+}
+
+/*
+ * From the line that begins at @p, the time from memcached's eviction
+ * (its ts=, CLOCK_REALTIME) to @now_real: what the invalidation lagged.
+ */
+static void watch_lag(struct watch *w, const char *p, const char *end,
+		      __s64 now_real)
+{
+	char ts[32], *e;
+	size_t n = (size_t)(end - p) < sizeof(ts) - 1 ? (size_t)(end - p) :
+		   sizeof(ts) - 1;
+	double at;
+	__s64 lag;
+
+	memcpy(ts, p, n);
+	ts[n] = '\0';
+	if (strncmp(ts, "ts=", 3))
+		return;
+	at = strtod(ts + 3, &e);
+	if (e == ts + 3 || *e != ' ')
+		return;
+	lag = now_real / 1000 - (__s64)(at * 1e6);
+	if (lag < 0)
+		lag = 0;
+	w->lag_sum_us += lag;
+	w->lags++;
+	if ((__u64)lag > w->lag_max_us)
+		w->lag_max_us = lag;
+}
+
+/*
+ * Read what the watch has (it never blocks); if anything came, memcached
+ * evicted something since the last read: invalidate the cache.  0, or -1
+ * when the watch closed or failed.
+ */
+static int watch_drain(struct filler *f, struct watch *w)
+{
+	char buf[16384], *p;
+	bool got = false, timed = false;
+	struct timespec ts;
+	__s64 now_real = 0;
+	ssize_t n;
+
+	for (;;) {
+		n = read(w->fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (!got) {
+			xps_kvcache__invalidate(f->kc);
+			w->bumps++;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			now_real = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+			got = true;
+		}
+		/* the lag of the first whole line's eviction, for the log */
+		if (!timed) {
+			p = w->bol ? buf : memchr(buf, '\n', n);
+			if (p && !w->bol)
+				p++;
+			if (p && p < buf + n) {
+				watch_lag(w, p, buf + n, now_real);
+				timed = true;
+			}
+		}
+		w->bol = buf[n - 1] == '\n';
+	}
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+		return -1;
+	return 0;
 }
 
 struct mc_addr {
@@ -499,17 +744,22 @@ static __s64 realtime_minus_mono(void)
 
 /*
  * The connection to memcached failed: log it, reconnect (filler_reconnect(),
- * with backoff) and forget the last state logged.  -1: give up.
+ * with backoff) and forget the last state logged.  The eviction watch is
+ * reopened too: memcached may have restarted.  -1: give up.
  */
-static int lost(struct filler *f, struct mc *c, const char *host,
-		const char *port, const char *why, char *last, size_t lastsz)
+static int lost(struct filler *f, struct mc *c, struct watch *w,
+		const char *host, const char *port, const char *why,
+		char *last, size_t lastsz)
 {
 	logmsg("%s: reconnecting", why);
+	watch_close(w);
 	if (connect_mc(f, c, host, port, why))
 		return -1;
 	snprintf(last, lastsz, "-");
 	return 0;
 }
+
+#define CHECK_NS	200000000ull	/* five checks a second */
 
 int main(int argc, char **argv)
 {
@@ -521,10 +771,13 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	char host[256] = "127.0.0.1", port[16] = "", why[200] = "", last[200] = "-";
+	char werr[128] = "", wlast[128] = "-";
 	const char *name = NULL;
 	struct filler f;
 	struct mc_state *st;
 	struct mc c;
+	struct watch w = { .fd = -1 };
+	unsigned long long removed = ~0ULL;
 	__u64 last_check = 0, last_udp_write;
 	int o, r, ret = 1;
 
@@ -569,9 +822,17 @@ int main(int argc, char **argv)
 	while (!stop) {
 		__u64 now = mono_ns();
 
-		if (now - last_check > 200000000ull) {
+		/* an eviction memcached logged: invalidate at once */
+		if (w.fd >= 0 && watch_drain(&f, &w)) {
+			logmsg("the eviction watch closed: reopening it");
+			watch_close(&w);
+		}
+		if (now - last_check > CHECK_NS) {
 			/* five times a second: may the handler serve? */
 			int unseen = xps_kvcache__unseen_conns(f.kc);
+			struct mc_seen seen;
+			bool may_lift;
+			__u32 stops;
 
 			last_check = now;
 			why[0] = '\0';
@@ -579,20 +840,62 @@ int main(int argc, char **argv)
 				logmsg("context '%s' was removed: exiting", name);
 				break;
 			}
+			/* the kernel answers nothing meanwhile */
+			if (xps_kvcache__server_gone(f.kc)) {
+				if (lost(&f, &c, &w, host, port,
+					 "memcached's listening socket closed",
+					 last, sizeof(last)))
+					goto out;
+				continue;
+			}
+			may_lift = filler_check_begin(&f, &stops);
 			/* a restarted memcached has lost what the cache holds */
-			if (mc_ping(&c)) {
-				if (lost(&f, &c, host, port,
+			if (mc_check(&c, &seen)) {
+				if (lost(&f, &c, &w, host, port,
 					 "memcached does not answer", last,
 					 sizeof(last)))
 					goto out;
 				continue;
+			}
+			/*
+			 * Items memcached dropped since the last check (the
+			 * watch may lag by up to its logger's second, and
+			 * does not see the slab mover's): an item dropped
+			 * before the counters were read is counted, so the
+			 * window is one check period.
+			 */
+			if (seen.removed != removed) {
+				xps_kvcache__invalidate(f.kc);
+				removed = seen.removed;
+			}
+			/* a connection the kernel serves must look alive */
+			xps_kvcache__idle_pass(f.kc, seen.idle_timeout *
+					       1000000000ull / 2);
+			if (w.fd < 0 && !seen.auth) {
+				if (!watch_open(&w, host, port, werr,
+						sizeof(werr))) {
+					/* evictions until now were not watched */
+					xps_kvcache__invalidate(f.kc);
+					werr[0] = '\0';
+				}
+				if (strcmp(werr, wlast)) {
+					if (werr[0])
+						logmsg("cannot watch evictions (%s): they are seen at each check only",
+						       werr);
+					else
+						logmsg("watching evictions");
+					snprintf(wlast, sizeof(wlast), "%s", werr);
+				}
 			}
 			/* for flush_all with a unix time (see struct mc_state) */
 			__atomic_store_n(&st->realtime_minus_mono_ns,
 					 realtime_minus_mono(), __ATOMIC_RELAXED);
 			last_udp_write = __atomic_load_n(&st->last_udp_write_ns,
 							 __ATOMIC_RELAXED);
-			if (unseen < 0)
+			if (seen.auth)
+				snprintf(why, sizeof(why),
+					 "memcached requires authentication (SASL or -Y): the kernel cannot tell which connections authenticated");
+			else if (unseen < 0)
 				snprintf(why, sizeof(why), "cannot list connections");
 			else if (unseen)
 				snprintf(why, sizeof(why),
@@ -602,8 +905,7 @@ int main(int argc, char **argv)
 				 now - last_udp_write < UDP_QUIET_NS)
 				snprintf(why, sizeof(why),
 					 "a write arrived over UDP less than a second ago");
-			xps_kvcache__flags(f.kc, why[0] ? MC_NO_SERVE : 0,
-					   why[0] ? 0 : MC_NO_SERVE);
+			filler_check_end(&f, MC_NO_SERVE, stops, may_lift, why);
 			filler_status(&f, why[0] ? "degraded" : "running", why);
 			if (strcmp(why, last)) {
 				if (why[0])
@@ -622,7 +924,7 @@ int main(int argc, char **argv)
 		}
 		if (!r)
 			r = fetch_miss(&f, &c, why);
-		if (r < 0 && lost(&f, &c, host, port,
+		if (r < 0 && lost(&f, &c, &w, host, port,
 				  "lost the connection to memcached", last,
 				  sizeof(last)))
 			goto out;
@@ -630,6 +932,7 @@ int main(int argc, char **argv)
 	ret = 0;
 out:
 	/* without its filler the cache must not be trusted */
+	xps_kvcache__lease(f.kc, 0);
 	xps_kvcache__flags(f.kc, MC_NO_SERVE, 0);
 	filler_status(&f, "stopped", NULL);
 	logmsg("exiting: fills %llu, rejected %llu, not cached %llu, "
@@ -637,6 +940,11 @@ out:
 	       (unsigned long long)f.fills, (unsigned long long)f.rejected,
 	       (unsigned long long)f.uncached,
 	       (unsigned long long)f.skipped);
+	logmsg("eviction watch: %llu invalidations, lag from eviction avg %llu us, max %llu us",
+	       (unsigned long long)w.bumps,
+	       (unsigned long long)(w.lags ? w.lag_sum_us / w.lags : 0),
+	       (unsigned long long)w.lag_max_us);
+	watch_close(&w);
 	if (c.fd >= 0)
 		close(c.fd);
 	filler_close(&f);

@@ -59,6 +59,13 @@ struct xps_kvcache {
 	int servers_fd;
 	__u32 *servers;
 	size_t servers_len;
+	/*
+	 * The slots of the contexts on our port (ours first; a UDP context
+	 * that shares our cache, say) and their words as
+	 * xps_kvcache__server_gone() last read them.
+	 */
+	__u32 port_slots[XPS_MAX_SLOTS], n_port_slots;
+	__u32 gone_seen[XPS_MAX_SLOTS];
 	struct xps_wpend *wpend;	/* its value, read by the filler */
 	/* the handler's state (cgen, flags, ...), mapped shared */
 	void *state;
@@ -175,6 +182,18 @@ static int ring_attach(struct xps_kvcache *kc, __u32 slot)
 	return 0;
 }
 
+/* xps_context__for_each(): another context on our port. */
+static int add_port_slot(const struct xps_ctx_info *info, __u32 slot,
+			 void *data)
+{
+	struct xps_kvcache *kc = data;
+
+	if (info->pred.lport == kc->port && slot != kc->slot &&
+	    kc->n_port_slots < XPS_MAX_SLOTS)
+		kc->port_slots[kc->n_port_slots++] = slot;
+	return 0;
+}
+
 struct xps_kvcache *xps_kvcache__open(const struct xps_context *ctx,
 				      const struct xps_kvcache_opts *opts)
 {
@@ -227,6 +246,9 @@ struct xps_kvcache *xps_kvcache__open(const struct xps_context *ctx,
 			strerror(-err));
 		goto fail;
 	}
+	kc->port_slots[0] = kc->slot;
+	kc->n_port_slots = 1;
+	xps_context__for_each(add_port_slot, kc);
 	kc->state_len = page > 0 ? (size_t)page : 4096;
 	kc->state = mmap(NULL, kc->state_len, PROT_READ | PROT_WRITE,
 			 MAP_SHARED, kc->state_fd, 0);
@@ -348,26 +370,44 @@ long long xps_kvcache__writes_all_pending(struct xps_kvcache *kc)
 	return (long long)kc->wpend->ovf;
 }
 
-__u32 xps_kvcache__server_gone(struct xps_kvcache *kc)
+bool xps_kvcache__server_gone(struct xps_kvcache *kc)
 {
-	__u32 w;
+	bool gone = false;
+	__u32 i, slot;
 
-	if (!kc || kc->slot >= XPS_MAX_SLOTS)
-		return 0;
-	w = __atomic_load_n(&kc->servers[kc->slot], __ATOMIC_SEQ_CST);
-	return w & XPS_SERVER_GONE ? w : 0;
+	if (!kc)
+		return false;
+	for (i = 0; i < kc->n_port_slots; i++) {
+		slot = kc->port_slots[i];
+		if (slot >= XPS_MAX_SLOTS)
+			continue;
+		kc->gone_seen[i] = __atomic_load_n(&kc->servers[slot],
+						   __ATOMIC_SEQ_CST);
+		gone |= kc->gone_seen[i] & XPS_SERVER_GONE;
+	}
+	return gone;
 }
 
-int xps_kvcache__server_back(struct xps_kvcache *kc, __u32 seen)
+int xps_kvcache__server_back(struct xps_kvcache *kc)
 {
-	if (!kc || kc->slot >= XPS_MAX_SLOTS)
+	__u32 i, slot, seen;
+	int err = 0;
+
+	if (!kc)
 		return libxps_err(-EINVAL);
-	/* a close since @seen moved the count: it stays seen */
-	if (!__atomic_compare_exchange_n(&kc->servers[kc->slot], &seen,
-					 seen & ~XPS_SERVER_GONE, false,
-					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-		return -EAGAIN;
-	return 0;
+	for (i = 0; i < kc->n_port_slots; i++) {
+		slot = kc->port_slots[i];
+		seen = kc->gone_seen[i];
+		if (slot >= XPS_MAX_SLOTS || !(seen & XPS_SERVER_GONE))
+			continue;
+		/* a close since it was read moved the count: it stays seen */
+		if (!__atomic_compare_exchange_n(&kc->servers[slot], &seen,
+						 seen & ~XPS_SERVER_GONE, false,
+						 __ATOMIC_SEQ_CST,
+						 __ATOMIC_SEQ_CST))
+			err = -EAGAIN;
+	}
+	return err;
 }
 
 void xps_kvcache__idle_pass(struct xps_kvcache *kc, __u64 ns)

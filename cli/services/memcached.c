@@ -96,8 +96,14 @@ const struct svc_kind svc_memcached = {
 	.description =
 "Answer get and gets of cached items (1 to 8 keys) for the unmodified\n"
 "memcached listening on TCP port N from the kernel.  Writes invalidate\n"
-"their keys before they reach the server; the daemon xps-memcachedd fetches\n"
-"the keys the handler missed (items without an expiry time).\n",
+"their keys before they reach the server; the daemon xps-memcachedd learns\n"
+"the values of the keys the handler missed (items without an expiry time)\n"
+"from memcached's replies.\n"
+"Evictions: coherent (the only mode).  An item memcached evicts is no\n"
+"longer answered from the kernel within one check of the daemon (200 ms;\n"
+"memcached's `watch evictions` usually tells it sooner): the kernel answers\n"
+"only what memcached would.  With -Y or SASL authentication, the kernel\n"
+"answers nothing (the service is degraded).\n",
 	.notes =
 "Nothing is created when nothing answers there.  Daemon: xps-memcachedd,\n"
 "its pid, log and state in /run/xps/NAME.{pid,log,state}.\n",

@@ -383,7 +383,8 @@ _Static_assert(sizeof(struct xps_tc_if) == 8, "xps_tc_if layout");
 _Static_assert(sizeof(struct xps_cap_hdr) == 24, "xps_cap_hdr layout");
 /*
  * The server behind a slot (xps_servers, one __u32 by slot): when a
- * listening TCP socket that the slot's predicate matches closes, the
+ * listening TCP socket on the port of the slot's predicate closes (TCP or
+ * UDP predicate: a server's UDP socket goes with it), the
  * framework sets XPS_SERVER_GONE and adds XPS_SERVER_CLOSE_ONE, in the
  * kernel, before the port can be bound again.  A handler answers nothing
  * while its slot's server is gone (xps_server_gone()): a server started

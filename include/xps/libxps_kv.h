@@ -246,18 +246,19 @@ LIBXPS_API long long xps_kvcache__writes_all_pending(struct xps_kvcache *kc);
  */
 LIBXPS_API void xps_kvcache__idle_pass(struct xps_kvcache *kc, __u64 ns);
 /*
- * The service's listening socket closed (XPS_SERVER_GONE,
- * include/xps/abi.h): the handler answers nothing until
- * xps_kvcache__server_back().  The slot's word when it is gone, 0 when
- * not.
+ * Whether the service's listening socket closed (XPS_SERVER_GONE,
+ * include/xps/abi.h) for this context or another one on its port (a UDP
+ * context sharing its cache): their handlers answer nothing until
+ * xps_kvcache__server_back().  Remembers what it read.
  */
-LIBXPS_API __u32 xps_kvcache__server_gone(struct xps_kvcache *kc);
+LIBXPS_API bool xps_kvcache__server_gone(struct xps_kvcache *kc);
 /*
  * Everything cached before is dropped (xps_kvcache__invalidate()) and
- * the server found again: let the handler answer, unless another close
- * came since xps_kvcache__server_gone() returned @seen (-EAGAIN).
+ * the server found again: let the handlers answer, but where another
+ * close came since the last xps_kvcache__server_gone() (-EAGAIN; the
+ * next call sees it).
  */
-LIBXPS_API int xps_kvcache__server_back(struct xps_kvcache *kc, __u32 seen);
+LIBXPS_API int xps_kvcache__server_back(struct xps_kvcache *kc);
 
 #ifdef __cplusplus
 }

@@ -18,25 +18,35 @@ PORT = 17450
 
 
 class Memcached:
-    def __init__(self, port=PORT):
+    def __init__(self, port=PORT, extra=(), auth=None):
+        # @extra: more options (a later -m wins); @auth: (user, password)
+        # the server demands (-Y), which _up() and stat() then send
         self.port = port
+        self.auth = auth
         self.proc = subprocess.Popen(
             ["memcached", "-p", str(port), "-U", str(port), "-l", "127.0.0.1",
-             "-u", "nobody", "-m", "64", "-t", "2"],
+             "-u", "nobody", "-m", "64", "-t", "2"] + list(extra),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(self._up, what="memcached on port %d" % port)
 
+    def client(self):
+        c = Client(self.port)
+        if self.auth:
+            eq(c.set(self.auth[0].encode(), ("%s %s" % self.auth).encode()),
+               b"STORED\r\n", "authenticate")
+        return c
+
     def _up(self):
         try:
-            c = Client(self.port)
+            c = self.client()
             ok = c.call(b"version\r\n").startswith(b"VERSION")
             c.close()
             return ok
-        except OSError:
+        except (OSError, AssertionError):
             return False
 
     def stat(self, name):
-        c = Client(self.port)
+        c = self.client()
         c.s.sendall(b"stats\r\n")
         buf = b""
         while not buf.endswith(b"END\r\n"):
@@ -473,6 +483,355 @@ def test_server_on_its_own_address():
         proc.terminate()
         proc.wait(10)
         subprocess.run(["ip", "addr", "del", addr + "/32", "dev", "lo"])
+
+
+def service(name):
+    for s in xpsctl("service", "list"):
+        if s["name"] == name:
+            return s
+    raise AssertionError("no service " + name)
+
+
+def log_of(name):
+    return open("/run/xps/%s.log" % name).read()
+
+
+def read_until(c, sep):
+    while sep not in c.buf:
+        d = c.s.recv(65536)
+        if not d:
+            raise AssertionError("connection closed")
+        c.buf += d
+    i = c.buf.index(sep) + len(sep)
+    out, c.buf = c.buf[:i], c.buf[i:]
+    return out
+
+
+@test
+def test_evicted_items_not_served():
+    """memcached -m 1 evicts the items the kernel serves (kernel hits do
+    not refresh memcached's LRU): once memcached has evicted one, the
+    kernel stops returning it within one of the filler's checks.  The
+    window is measured per key, from the eviction's time in memcached's
+    own log (watch evictions) to the last get, sent after it, that was
+    answered with the old value (memcached itself answers END then)."""
+    # memcached's older LRU (no_lru_maintainer) moves an item fetched
+    # within a minute of its last move nowhere, so the items are evicted
+    # in the order they were set, whoever answered their gets: with the
+    # segmented LRU, every get memcached answers (a miss after an
+    # invalidation) keeps an item alive, and the eviction never comes
+    m = Memcached(extra=["-m", "1", "-I", "512k", "-o", "no_lru_maintainer"])
+    keys = [b"ev%d" % i for i in range(30)]
+    val = b"v" * 200
+    try:
+        start(m)
+        c = Client()
+        for k in keys:
+            eq(c.set(k, val), b"STORED\r\n", "set")
+        warm(c, *keys)
+        # the test's own watch: when memcached evicted each key
+        w = Client()
+        w.s.sendall(b"watch evictions\r\n")
+        eq(read_until(w, b"\r\n"), b"OK\r\n", "watch evictions")
+        evicted, served, done, errors = {}, {}, threading.Event(), []
+        hit = b"VALUE %%s 0 %d\r\n%s\r\nEND\r\n" % (len(val), val)
+
+        def watcher():
+            w.s.settimeout(0.2)
+            while not done.is_set():
+                try:
+                    line = read_until(w, b"\n")
+                except socket.timeout:
+                    continue
+                f = dict(x.split(b"=", 1) for x in line.split() if b"=" in x)
+                if f.get(b"type") == b"eviction" and f.get(b"key") in keys:
+                    evicted.setdefault(f[b"key"], float(f[b"ts"]))
+
+        def reader():
+            r = Client()
+            try:
+                while not done.is_set():
+                    for k in keys:
+                        t = time.time()
+                        got = r.get(k)
+                        if got != b"END\r\n":
+                            eq(got, hit % k, "get " + k.decode())
+                            served[k] = t
+            except Exception as e:
+                errors.append(e)
+            r.close()
+
+        ths = [threading.Thread(target=watcher), threading.Thread(target=reader)]
+        for th in ths:
+            th.start()
+        try:
+            tx0 = stats("mc")["tx"]
+            time.sleep(0.5)
+            if stats("mc")["tx"] == tx0:
+                raise AssertionError("the kernel answered none of the reader's gets")
+            # items of the same size (same slab class) until memcached
+            # says every one of the 30 is gone
+            fill, plain, n = Client(), Client(), 0
+            left = set(keys)
+            while left and n < 200000:
+                # five sets a write: a segment longer than the handler's
+                # walk (2 KiB) would invalidate everything by itself
+                fill.s.sendall(b"".join(b"set fill%d 0 0 %d\r\n%s\r\n" % (n + i, len(val), val)
+                                        for i in range(5)))
+                got = b""
+                while got.count(b"STORED\r\n") < 5:
+                    got += fill.s.recv(65536)
+                n += 5
+                if n % 100:
+                    continue
+                for k in list(left):
+                    if plain.call(b"me %s\r\n" % k) == b"EN\r\n":
+                        left.remove(k)
+            t_done = time.time()
+            if left:
+                raise AssertionError("memcached kept %d of the items" % len(left))
+            time.sleep(1.5)
+        finally:
+            done.set()
+            for th in ths:
+                th.join()
+        if errors:
+            raise errors[0]
+        windows = [served[k] - evicted[k] for k in evicted if k in served]
+        late = max([0.0] + windows)
+        print("    %d sets, %d evictions; %d of 30 keys served after their eviction, "
+              "for at most %.0f ms (%d evictions timed)"
+              % (n, m.stat("evictions"), len([x for x in windows if x > 0]),
+                 late * 1000, len(evicted)))
+        if len(evicted) < 20:
+            raise AssertionError("memcached's log named only %d of the evictions" % len(evicted))
+        if late > 1.0:
+            raise AssertionError("an evicted item was served %.2f s after its eviction" % late)
+        # the keys whose eviction memcached's log did not name too
+        if any(t > t_done + 1.0 for t in served.values()):
+            raise AssertionError("an evicted item was served over 1 s after memcached "
+                                 "had dropped all")
+        # plain memcached's answer, every one of them
+        for k in keys:
+            eq(c.get(k), b"END\r\n", "get of evicted " + k.decode())
+        # and the kernel serves again what memcached has
+        eq(c.set(b"ev0", b"back"), b"STORED\r\n", "set")
+        warm(c, b"ev0")
+        w.close()
+        xpsctl("service", "stop", "mc")
+        print("    filler: " + [l for l in log_of("mc").splitlines()
+                                 if "eviction watch:" in l][-1].split(": ", 2)[-1])
+    finally:
+        xpsctl("service", "stop", "mc", check=False)
+        m.close()
+
+
+# a binary-protocol GET of "bk" (memcached's binary header, then the key)
+BIN_GET_BK = struct.pack("!BBHBBHIIQ", 0x80, 0x00, 2, 0, 0, 0, 2, 0, 0) + b"bk"
+
+
+@test
+def test_first_bytes_go_to_memcached():
+    """memcached picks a connection's protocol (text or binary) from the
+    first byte it reads.  A fresh connection's first text get must reach
+    memcached even when the kernel could answer it; a binary packet after
+    it then gets what plain memcached gives a text connection."""
+    outs = []
+    for accel in (False, True):
+        m = Memcached()
+        try:
+            c0 = Client()
+            eq(c0.set(b"bk", b"hello"), b"STORED\r\n", "set")
+            c0.close()      # a connection older than XPS keeps it out
+            if accel:
+                start(m)
+                c0 = Client()
+                warm(c0, b"bk")     # the kernel answers gets of bk
+            tx0 = stats("mc")["tx"] if accel else 0
+            c = Client()
+            got = [c.get(b"bk")]
+            if accel:
+                eq(stats("mc")["tx"] - tx0, 0, "kernel answers to a connection's first get")
+                # not "never": once memcached has read the first request,
+                # the kernel answers the connection's gets
+                wait_for(lambda: c.get(b"bk") == b"VALUE bk 0 5\r\nhello\r\nEND\r\n"
+                         and stats("mc")["tx"] > tx0, what="a later get from the kernel")
+                tx0 = stats("mc")["tx"]
+            # a fresh connection: a text get first, then a binary get and
+            # a newline that ends it as a text line
+            c = Client()
+            got.append(c.get(b"bk"))
+            if accel:
+                eq(stats("mc")["tx"] - tx0, 0, "kernel answers to a connection's first get")
+            c.s.sendall(BIN_GET_BK + b"\r\n")
+            c.s.settimeout(1)
+            r = b""
+            try:
+                while not r.endswith(b"\r\n"):
+                    d = c.s.recv(4096)
+                    if not d:
+                        break
+                    r += d
+            except socket.timeout:
+                pass
+            got.append(r)
+            outs.append(got)
+        finally:
+            if accel:
+                xpsctl("service", "stop", "mc", check=False)
+            m.close()
+    eq(outs[1], outs[0], "replies with XPS vs plain memcached")
+
+
+@test
+def test_idle_timeout_sees_served_connections_alive():
+    """memcached -o idle_timeout=N closes a connection that sent nothing
+    for N seconds.  A connection the kernel answers must not look idle to
+    it: with a get every 100 ms it stays open, as with plain memcached."""
+    idle = 2
+    outs = []
+    for accel in (False, True):
+        m = Memcached(extra=["-o", "idle_timeout=%d" % idle])
+        try:
+            c0 = Client()
+            eq(c0.set(b"ik", b"alive"), b"STORED\r\n", "set")
+            c0.close()
+            if accel:
+                start(m)
+                c0 = Client()
+                warm(c0, b"ik")
+            c = Client()
+            tx0 = stats("mc")["tx"] if accel else 0
+            got = []
+            t0 = time.time()
+            while time.time() - t0 < 3 * idle + 1:
+                try:
+                    got.append(c.get(b"ik"))
+                except (AssertionError, OSError) as e:
+                    got.append("closed after %.1f s: %s" % (time.time() - t0, e))
+                    break
+                time.sleep(0.1)
+            if accel:
+                tx = stats("mc")["tx"] - tx0
+                print("    %d gets in %d s, %d answered by the kernel" % (len(got), 3 * idle + 1, tx))
+                if tx < len(got) // 2:
+                    raise AssertionError("the kernel answered only %d of %d gets" % (tx, len(got)))
+            outs.append(sorted(set(map(repr, got))))
+        finally:
+            if accel:
+                xpsctl("service", "stop", "mc", check=False)
+            m.close()
+    eq(outs[1], outs[0], "replies with XPS vs plain memcached")
+
+
+@test
+def test_dead_filler_stops_the_kernel():
+    """kill -9 of xps-memcachedd: its lease runs out and the kernel stops
+    answering within 3 s, while gets keep their right answers (from
+    memcached)."""
+    m = Memcached()
+    try:
+        start(m)
+        c = Client()
+        eq(c.set(b"dk", b"value"), b"STORED\r\n", "set")
+        warm(c, b"dk")
+        pid = service("mc")["daemon_pid"]
+        os.kill(pid, 9)
+        t_kill = time.time()
+        tx = stats("mc")["tx"]
+        last = t_kill
+        while time.time() - t_kill < 5:
+            eq(c.get(b"dk"), b"VALUE dk 0 5\r\nvalue\r\nEND\r\n", "get after the filler died")
+            n = stats("mc")["tx"]
+            if n != tx:
+                tx, last = n, time.time()
+        print("    the kernel answered for %.2f s after kill -9 of the filler" % (last - t_kill))
+        if last - t_kill > 3.3:
+            raise AssertionError("the kernel answered %.2f s after the filler died"
+                                 % (last - t_kill))
+        if not service("mc")["state"].startswith("dead"):
+            raise AssertionError("service state: %r" % service("mc")["state"])
+    finally:
+        xpsctl("service", "stop", "mc", check=False)
+        m.close()
+
+
+@test
+def test_restarted_server_never_answered_for():
+    """memcached killed and a new, empty one started on the port at once:
+    the kernel drops the cache when the old listening socket closes, so
+    neither TCP nor UDP gets of the new server see an old value; once the
+    filler has dropped the cache, the kernel serves again."""
+    m = Memcached()
+    try:
+        start(m)
+        c = Client()
+        eq(c.set(b"rk", b"old-value"), b"STORED\r\n", "set")
+        warm(c, b"rk")
+        rid = 1
+        for _ in range(20):
+            if udp_get(m.port, b"rk", rid).endswith(b"old-value\r\nEND\r\n"):
+                break
+            rid += 1
+        c.close()
+        m.proc.kill()
+        m.proc.wait(10)
+        m = Memcached()
+        # rk is not written (a write would invalidate it): the new server
+        # has none.  One connection: a connection's first segment always
+        # goes to memcached
+        c = Client()
+        before, t = stats("mc")["tx"], time.time()
+        while time.time() - t < 1.5:
+            eq(c.get(b"rk"), b"END\r\n", "TCP get after the restart")
+            rid += 1
+            eq(udp_get(m.port, b"rk", rid), struct.pack("!HHHH", rid, 0, 1, 0) +
+               b"END\r\n", "UDP get after the restart")
+        eq(stats("mc")["tx"], before, "kernel answers after the restart")
+        eq(c.set(b"rk", b"new-value"), b"STORED\r\n", "set")
+        warm(c, b"rk")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "mc", check=False)
+        m.close()
+
+
+@test
+def test_auth_required_serves_nothing():
+    """memcached -Y (ASCII authentication): the kernel cannot tell which
+    connections authenticated, so it answers nothing, and the service
+    says degraded and why."""
+    path = "/tmp/xps-mc-auth"
+    with open(path, "w") as f:
+        f.write("user:pw\n")
+    os.chmod(path, 0o644)
+    # memcached refuses UDP with -Y
+    m = Memcached(extra=["-Y", path, "-U", "0"], auth=("user", "pw"))
+    try:
+        xpsctl("service", "memcached", "--port", m.port, "--name", "mc")
+        # (the log and state files outlive a service: ask for the state)
+        state = [""]
+
+        def degraded():
+            state[0] = service("mc")["state"]
+            return state[0].startswith("degraded") and "authentication" in state[0]
+        try:
+            wait_for(degraded, timeout=10, what="xps-memcachedd to see -Y")
+        except AssertionError:
+            raise AssertionError("service state: %r" % state[0])
+        c = m.client()
+        eq(c.set(b"ak", b"secret"), b"STORED\r\n", "set")
+        tx0 = stats("mc")["tx"]
+        for _ in range(30):
+            eq(c.get(b"ak"), b"VALUE ak 0 6\r\nsecret\r\nEND\r\n", "authenticated get")
+            time.sleep(0.05)
+        u = Client()
+        eq(u.call(b"get ak\r\n"), b"CLIENT_ERROR unauthenticated\r\n", "unauthenticated get")
+        eq(stats("mc")["tx"] - tx0, 0, "kernel answers")
+    finally:
+        xpsctl("service", "stop", "mc", check=False)
+        m.close()
+        os.unlink(path)
 
 if __name__ == "__main__":
     main()
