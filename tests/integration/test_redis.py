@@ -1064,9 +1064,23 @@ def test_config_set_port_stops_the_kernel():
             eq(c.call("GET", "pk"), b"$9\r\nnew-value\r\n", "GET on the old port")
             time.sleep(0.05)
         eq(tx(), before, "kernel answers after CONFIG SET port")
-        wait_for(lambda: service_state("redis").startswith("degraded: Redis listens on port"),
-                 timeout=5, what="the service to say why it does not serve")
+        # the old listening socket closed (the kernel stopped answering
+        # at once): the filler finds no Redis on the context's port, or,
+        # where Redis keeps listening there too, a Redis on another one
+        why = ("restarting: Redis's listening socket closed",
+               "degraded: Redis listens on port")
+        try:
+            wait_for(lambda: service_state("redis").startswith(why), timeout=5,
+                     what="the service to say why it does not serve")
+        except AssertionError:
+            raise AssertionError("service state %r" % service_state("redis"))
         c.close()
+        # a filler pointed at a Redis on another port than the context's
+        xpsctl("service", "stop", "redis")
+        xpsctl("service", "redis", "--port", PORT, "--redis",
+               "127.0.0.1:%d" % (PORT + 2))
+        wait_for(lambda: service_state("redis").startswith(why[1]), timeout=5,
+                 what="the service to say Redis is on another port")
     finally:
         xpsctl("service", "stop", "redis", check=False)
         r.close()
