@@ -216,7 +216,8 @@ static __always_inline int xps_reply(struct __sk_buff *skb, const void *buf,
  * every such request, whatever the verdict: on PASS the connection owes
  * their replies, and no reply from the kernel may go out before them.  A
  * request the service does not answer (Redis's empty array, memcached's
- * noreply) is not counted.  XPS_REQ_NOBODY: among the first 32 only.
+ * noreply) is not counted.  XPS_REQ_NOBODY: among the first
+ * XPS_NOBODY_WINDOW only.
  */
 static __always_inline void xps_request(struct __sk_buff *skb, __u32 flags)
 {
@@ -225,11 +226,11 @@ static __always_inline void xps_request(struct __sk_buff *skb, __u32 flags)
 	if (!run || run->counted == XPS_COUNT_LOST)
 		return;
 	if (flags & XPS_REQ_NOBODY) {
-		if (run->reqs >= 32) {
+		if (run->reqs >= XPS_NOBODY_WINDOW) {
 			run->counted = XPS_COUNT_LOST;
 			return;
 		}
-		run->reqs_nobody |= 1U << (run->reqs & 31);
+		run->reqs_nobody |= 1U << (run->reqs & XPS_NOBODY_MASK);
 	}
 	run->reqs++;
 	run->counted = XPS_COUNT_KNOWN;
@@ -279,9 +280,11 @@ static __always_inline void xps_requests_lost(struct __sk_buff *skb)
 
 /*
  * XPS_DATA_MAP() declares the handler's data map (the values it serves,
- * filled through xps_put_data() and friends) and the per-key access
- * counters behind xps_get_stats().  Both belong to the context: libxps pins
- * them under /sys/fs/bpf/xps/ctx/<name>/.
+ * filled through xps_context__data_put() and friends) and the per-key
+ * access counters behind xps_context__keystats_get().  Both belong to the
+ * context: libxps pins them under /sys/fs/bpf/xps/ctx/<name>/.  A cache of
+ * an unmodified server's data, kept coherent with it, is the kv-cache
+ * library's (bpf/kvcache.bpf.h), which declares its own maps.
  */
 #define XPS_DATA_MAP(key_type, value_type, entries)			\
 	struct {							\
@@ -322,23 +325,11 @@ static __always_inline void xps_requests_lost(struct __sk_buff *skb)
 #define xps_data_delete(key) bpf_map_delete_elem(&xps_data, key)
 
 /*
- * XPS_MISS_QUEUE(): keys the handler looked up and did not find, for a
- * filler (daemons/) to fetch from the service; xps_note_miss() queues
- * one, and the oldest are dropped when it is full.  XPS_STATE_MAP(): one
- * value of handler-wide state shared with the control plane, mapped by
- * the filler, which changes it only with atomic operations (the handler
- * updates it at the same time).  Both belong to the context like the data
- * map.
+ * XPS_STATE_MAP(): one value of handler-wide state shared with the
+ * control plane, mapped by the handler's helper process, which changes it
+ * only with atomic operations (the handler updates it at the same time).
+ * It belongs to the context like the data map.
  */
-#define XPS_MISS_QUEUE(key_type, entries)				\
-	struct {							\
-		__uint(type, BPF_MAP_TYPE_QUEUE);			\
-		__uint(max_entries, entries);				\
-		__type(value, key_type);				\
-	} xps_misses SEC(".maps")
-
-#define xps_note_miss(key) bpf_map_push_elem(&xps_misses, key, BPF_EXIST)
-
 #define XPS_STATE_MAP(value_type)					\
 	struct {							\
 		__uint(type, BPF_MAP_TYPE_ARRAY);			\
@@ -348,42 +339,6 @@ static __always_inline void xps_requests_lost(struct __sk_buff *skb)
 		__uint(map_flags, BPF_F_MMAPABLE);			\
 	} xps_state SEC(".maps")
 
-/*
- * XPS_VERSION_MAP(): per-key versions for cache coherence, written by the
- * handler only.  A write bumps its keys' versions (xps_version_bump()); a
- * filler stamps a value with the version it read before fetching it, and
- * the handler serves a value only while its stamp is the key's current
- * version (docs/coherence.md).  A key never written has version 0.
- */
-#define XPS_VERSION_MAP(key_type, entries)				\
-	struct {							\
-		__uint(type, BPF_MAP_TYPE_HASH);			\
-		__uint(max_entries, entries);				\
-		__type(key, key_type);					\
-		__type(value, __u64);					\
-		__uint(map_flags, BPF_F_NO_PREALLOC);			\
-	} xps_versions SEC(".maps")
-
-/* 0, or XPS_ENOSPC when the key cannot get a version (the map is full). */
-#define xps_version_bump(key)						\
-	({								\
-		__u64 *__v = bpf_map_lookup_elem(&xps_versions, key);	\
-		__u64 __one = 1;					\
-		int __r = 0;						\
-		if (__v)						\
-			__sync_fetch_and_add(__v, 1);			\
-		else if (bpf_map_update_elem(&xps_versions, key, &__one, \
-					     BPF_NOEXIST))		\
-			__r = XPS_ENOSPC;				\
-		__r;							\
-	})
-
-/* The key's current version. */
-#define xps_version_get(key)						\
-	({								\
-		__u64 *__v = bpf_map_lookup_elem(&xps_versions, key);	\
-		__v ? *__v : 0;						\
-	})
 
 /* ---- the server ------------------------------------------------------- */
 

@@ -493,8 +493,9 @@ static long mark_gone(struct bpf_map *map, const struct xps_pred_key *key,
 /*
  * A listening TCP socket closed (the server exited, was killed or closed
  * it): every context whose predicate could match its port, TCP or UDP (a
- * server's UDP socket goes with it), has lost its server (XPS_SERVER_GONE, include/xps/abi.h), here, before
- * the port can be bound again, whatever user space is doing.  Addresses
+ * server's UDP socket goes with it), has lost its server (XPS_SERVER_GONE,
+ * include/xps/abi.h), here, before the port can be bound again, whatever
+ * user space is doing.  Addresses
  * and families are not compared: a listener on the wildcard address
  * serves a predicate on one of its addresses, and marking one context too
  * many only costs it a cache.  Runs at every TCP state change of the
@@ -956,7 +957,7 @@ static long eg_step(__u32 i, void *ctx)
 	struct eg_walk *w = ctx;
 	struct xps_conn *conn = w->conn;
 	struct xps_reply *rp = &conn->rp;
-	__u32 left, k;
+	__u32 left, k, nobody;
 	int r;
 	__u8 c;
 
@@ -992,7 +993,8 @@ static long eg_step(__u32 i, void *ctx)
 			w->lost = 1;
 			return 1;
 		}
-		r = xps_reply_byte(rp, c, (conn->nobody >> (conn->answered & 31)) & 1);
+		nobody = conn->nobody >> (conn->answered & XPS_NOBODY_MASK);
+		r = xps_reply_byte(rp, c, nobody & 1);
 	}
 	if (r == XPS_RB_ERR) {
 		w->lost = 1;

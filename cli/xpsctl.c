@@ -123,8 +123,10 @@ int dispatch(const struct cmd *cmds, int argc, char **argv,
 	}
 	found = find_cmd(cmds, argv[0]);
 	if (!found) {
-		p_err("%s: unknown command '%s' (try 'xpsctl %s help')", what,
-		      argv[0], what);
+		/* the top level's help is 'xpsctl help', not 'xpsctl xpsctl help' */
+		p_err("%s: unknown command '%s' (try 'xpsctl %s%shelp')", what,
+		      argv[0], strcmp(what, "xpsctl") ? what : "",
+		      strcmp(what, "xpsctl") ? " " : "");
 		return 1;
 	}
 	/* refused before it runs: a command must not act and print nothing */

@@ -168,6 +168,38 @@ static int check_default_user(struct ctx *x)
 }
 
 /*
+ * A module's command is not in the handler's table: it only invalidates
+ * every key, yet may change who may read what (or anything else).  With
+ * no module loaded, an unknown command is one Redis refuses.
+ */
+static int check_modules(struct ctx *x)
+{
+	/* INFO, not MODULE LIST: the handler takes MODULE for a change */
+	const char *argv[] = { "INFO", "modules" };
+	char info[4096], line[512], t, *p;
+	long long n;
+	int mods = 0;
+
+	if (send_cmd(&x->redis, 2, argv, NULL) ||
+	    read_reply(&x->redis, &t, &n, info, sizeof(info) - 1, line,
+		       sizeof(line)))
+		return -1;
+	if (t != '$' || n < 0) {
+		snprintf(x->why, sizeof(x->why),
+			 "Redis's INFO modules could not be read: its modules are unknown");
+		return 0;
+	}
+	info[n] = '\0';
+	for (p = info; (p = strstr(p, "module:")); p++)
+		mods++;
+	if (mods)
+		snprintf(x->why, sizeof(x->why),
+			 "Redis has %d module(s) loaded: their commands may change what a GET answers",
+			 mods);
+	return 0;
+}
+
+/*
  * Whether a MONITOR client is connected (flags=O in CLIENT LIST): it
  * would not see what the kernel answers.  Asked only while the handler
  * is stopped (it stops at every MONITOR it sees).
@@ -221,6 +253,8 @@ static int check_server(struct ctx *x, bool check_monitors_now)
 		return 0;
 	}
 	if (check_default_user(x) || x->why[0])
+		return x->why[0] ? 0 : -1;
+	if (check_modules(x) || x->why[0])
 		return x->why[0] ? 0 : -1;
 	if (config_get(&x->redis, "port", v, sizeof(v)))
 		return -1;

@@ -267,9 +267,9 @@ static const struct {
 } ctx_maps[] = {
 	{ "xps_data", "data" },		/* XPS_DATA_MAP */
 	{ "xps_keystats", "keystats" },	/* XPS_DATA_MAP */
-	{ "xps_misses", "misses" },	/* XPS_MISS_QUEUE */
+	{ "xps_misses", "misses" },	/* bpf/kvcache.bpf.h */
 	{ "xps_state", "state" },	/* XPS_STATE_MAP */
-	{ "xps_versions", "versions" },	/* XPS_VERSION_MAP */
+	{ "xps_versions", "versions" },	/* bpf/kvcache.bpf.h */
 };
 #define N_CTX_MAPS (sizeof(ctx_maps) / sizeof(ctx_maps[0]))
 /* the application's label (struct xps_context_opts), beside them */

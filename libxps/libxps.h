@@ -162,9 +162,9 @@ LIBXPS_API int xps_context__data_fd(const struct xps_context *ctx);
 enum xps_ctx_map {
 	XPS_CTX_MAP_DATA,	/* XPS_DATA_MAP(): the values served */
 	XPS_CTX_MAP_KEYSTATS,	/* XPS_DATA_MAP(): accesses per key */
-	XPS_CTX_MAP_MISSES,	/* XPS_MISS_QUEUE(): keys looked up, not found */
+	XPS_CTX_MAP_MISSES,	/* kv-cache: keys looked up, not found (UDP) */
 	XPS_CTX_MAP_STATE,	/* XPS_STATE_MAP(): the handler's state */
-	XPS_CTX_MAP_VERSIONS,	/* XPS_VERSION_MAP(): per-key write versions */
+	XPS_CTX_MAP_VERSIONS,	/* kv-cache: per-key write versions */
 };
 /*
  * A new file descriptor of map @map of @ctx, which the caller closes;

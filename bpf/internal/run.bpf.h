@@ -137,15 +137,16 @@ static __always_inline void xps__owe(struct xps_run *run)
 		conn->rp.proto = XPS_REPLY_PROTO;
 	}
 	if (XPS_REPLY_PROTO == XPS_REPLY_HTTP) {
-		/* which replies have no body: 32 outstanding at most */
-		if (conn->owed - conn->answered + run->reqs > 32) {
+		/* which replies have no body: a window of them outstanding */
+		if (conn->owed - conn->answered + run->reqs >
+		    XPS_NOBODY_WINDOW) {
 			xps__lose_count(conn);
 			return;
 		}
-		for (i = 0; i < 32; i++) {
+		for (i = 0; i < XPS_NOBODY_WINDOW; i++) {
 			if (i >= run->reqs)
 				break;
-			bit = 1U << ((conn->owed + i) & 31);
+			bit = 1U << ((conn->owed + i) & XPS_NOBODY_MASK);
 			if (run->reqs_nobody & (1U << i))
 				conn->nobody |= bit;
 			else

@@ -184,6 +184,13 @@ struct xps_reply {
 };
 
 #define XPS_CONN_WB	4	/* write buckets a connection keeps apart */
+/*
+ * HTTP: replies whose request was a HEAD (no body) are told apart for the
+ * next XPS_NOBODY_WINDOW outstanding replies (bits of a __u32: struct
+ * xps_conn.nobody, struct xps_run.reqs_nobody); more is a lost count.
+ */
+#define XPS_NOBODY_WINDOW	32
+#define XPS_NOBODY_MASK		(XPS_NOBODY_WINDOW - 1)
 
 /* Per-connection state, keyed by socket cookie (both backends). */
 struct xps_conn {
@@ -216,7 +223,7 @@ struct xps_conn {
 	__u32 answered;		/* complete replies the service sent */
 	__u32 eg_seq;		/* first stream byte egress has not seen */
 	__u32 kr_bytes;		/* kernel reply bytes written at eg_seq */
-	__u32 nobody;		/* HTTP: bit (n % 32) set: reply n has no body */
+	__u32 nobody;		/* HTTP: bit (n % XPS_NOBODY_WINDOW): no body */
 	__u32 rx_seq;		/* stock: first byte the verdict has not seen */
 	struct xps_reply rp;
 	/*
