@@ -60,11 +60,18 @@ struct tcp_skb_cb___xps {
 	__u8 tcp_flags;
 };
 
+#define XPS_SKB_CB_SIZE	48	/* sizeof(((struct sk_buff *)0)->cb) */
+
 struct sk_buff___xps {
-	char cb[48];
+	char cb[XPS_SKB_CB_SIZE];
 } __attribute__((preserve_access_index));
 
 #define XPS_TCPHDR_FIN	0x01	/* include/net/tcp.h */
+/* The TCP header's 16-bit word of data offset and flags, and its checksum */
+#define XPS_TCPHDR_FLAGS_OFF	12
+#define XPS_TCPHDR_CSUM_OFF	offsetof(struct tcphdr, check)
+#define TCP_FLAGS_AT(th)	((__u8 *)(th) + XPS_TCPHDR_FLAGS_OFF)
+#define XPS_IP_FRAG_MASK	0x3fff	/* IP_MF | IP_OFFSET: a fragment */
 
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 
@@ -633,6 +640,10 @@ static __always_inline int sockmap_may_consume(struct __sk_buff *skb,
  * known limit, since dropping the skb would lose bytes TCP has acked.
  * Returns the skb's length after the cut.
  */
+/* bpf_skb_adjust_room() takes at most 4095 bytes a call: 17 calls > 64 KiB */
+#define XPS_ADJUST_MAX	4095
+#define XPS_TRIM_STEPS	17
+
 static __always_inline __u32 sockmap_trim_seen(struct __sk_buff *skb,
 					       struct xps_conn *conn)
 {
@@ -651,9 +662,8 @@ static __always_inline __u32 sockmap_trim_seen(struct __sk_buff *skb,
 		conn->rx_seq = end;
 	if ((__s32)seen <= 0)
 		return skb->len;
-	/* bpf_skb_adjust_room() takes at most 4095 bytes a call */
-	for (i = 0; i < 17 && seen && skb->len; i++) {
-		k = seen < 4095 ? seen : 4095;
+	for (i = 0; i < XPS_TRIM_STEPS && seen && skb->len; i++) {
+		k = seen < XPS_ADJUST_MAX ? seen : XPS_ADJUST_MAX;
 		if (k > skb->len)
 			k = skb->len;
 		if (bpf_skb_adjust_room(skb, -(__s32)k, 0, 0))
@@ -892,10 +902,13 @@ static __always_inline void swap_addrs(struct __sk_buff *skb, __u8 family,
 	if (family == AF_INET) {
 		__u32 s4, d4;
 
-		if (!bpf_skb_load_bytes(skb, l3 + 12, &s4, 4) &&
-		    !bpf_skb_load_bytes(skb, l3 + 16, &d4, 4)) {
-			bpf_skb_store_bytes(skb, l3 + 12, &d4, 4, 0);
-			bpf_skb_store_bytes(skb, l3 + 16, &s4, 4, 0);
+		__u32 so = l3 + offsetof(struct iphdr, saddr);
+		__u32 da = l3 + offsetof(struct iphdr, daddr);
+
+		if (!bpf_skb_load_bytes(skb, so, &s4, 4) &&
+		    !bpf_skb_load_bytes(skb, da, &d4, 4)) {
+			bpf_skb_store_bytes(skb, so, &d4, 4, 0);
+			bpf_skb_store_bytes(skb, da, &s4, 4, 0);
 		}
 	} else {
 		__u8 s6[16], d6[16];
@@ -1162,7 +1175,7 @@ int xps_tc_egress(struct __sk_buff *skb)
 	conn->reset_pending = 0;
 
 	/* 16-bit word 6 of the TCP header holds data offset and flags */
-	__builtin_memcpy(&old_flags, (__u8 *)&th + 12, 2);
+	__builtin_memcpy(&old_flags, TCP_FLAGS_AT(&th), 2);
 
 	/*
 	 * Mirror: swap addresses, ports and seq/ack.  Swapping 32-bit
@@ -1182,10 +1195,11 @@ int xps_tc_egress(struct __sk_buff *skb)
 		m.ack = 0;
 		m.urg = 0;
 		m.rst = 1;
-		__builtin_memcpy(&new_flags, (__u8 *)&m + 12, 2);
+		__builtin_memcpy(&new_flags, TCP_FLAGS_AT(&m), 2);
 		m.check = th.check;
 		if (bpf_skb_store_bytes(skb, l4, &m, sizeof(m), 0) ||
-		    bpf_l4_csum_replace(skb, l4 + 16, old_flags, new_flags, 2))
+		    bpf_l4_csum_replace(skb, l4 + XPS_TCPHDR_CSUM_OFF,
+					old_flags, new_flags, 2))
 			goto forward;
 		swap_addrs(skb, family, l3);
 		bpf_clone_redirect(skb, skb->ifindex, BPF_F_INGRESS);
@@ -1202,14 +1216,15 @@ forward:
 	/* RST|ACK at the socket's snd_nxt: the client accepts it exactly */
 	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
 		return TC_ACT_OK;
-	__builtin_memcpy(&old_flags, (__u8 *)&th + 12, 2);
+	__builtin_memcpy(&old_flags, TCP_FLAGS_AT(&th), 2);
 	th.rst = 1;
 	th.psh = 0;
 	th.fin = 0;
 	th.ack = 1;
-	__builtin_memcpy(&new_flags, (__u8 *)&th + 12, 2);
-	bpf_skb_store_bytes(skb, l4 + 12, &new_flags, 2, 0);
-	bpf_l4_csum_replace(skb, l4 + 16, old_flags, new_flags, 2);
+	__builtin_memcpy(&new_flags, TCP_FLAGS_AT(&th), 2);
+	bpf_skb_store_bytes(skb, l4 + XPS_TCPHDR_FLAGS_OFF, &new_flags, 2, 0);
+	bpf_l4_csum_replace(skb, l4 + XPS_TCPHDR_CSUM_OFF, old_flags, new_flags,
+			    2);
 	return TC_ACT_OK;
 }
 
@@ -1311,7 +1326,7 @@ int xps_tc_ingress(struct __sk_buff *skb)
 		if (ip.protocol != IPPROTO_UDP)
 			return TC_ACT_OK;
 		/* fragments go to the socket: only it can reassemble */
-		if (ip.frag_off & bpf_htons(0x3fff))
+		if (ip.frag_off & bpf_htons(XPS_IP_FRAG_MASK))
 			return TC_ACT_OK;
 		key.family = AF_INET;
 		set_v4(key.laddr, ip.daddr);

@@ -11,20 +11,6 @@
 #include "cmd.h"
 #include "out.h"
 
-const char *proto_name(__u8 proto)
-{
-	return proto == IPPROTO_UDP ? "udp" : "tcp";
-}
-
-struct xps_context *open_ctx(const char *name)
-{
-	struct xps_context *ctx = xps_context__open(name);
-
-	if (!ctx)
-		lib_err(name, -errno);
-	return ctx;
-}
-
 /* An address into @dst (v4-mapped for IPv4); sets and checks the family. */
 static int parse_addr(const char *opt, const char *s, __u8 *dst,
 		      struct xps_predicate *p)

@@ -24,7 +24,6 @@
 #include <bpf/bpf.h>
 
 #include "libxps.h"
-#include "codec.h"
 #include "out.h"
 #include "cmd.h"
 #include "supervise.h"
@@ -65,6 +64,20 @@ int lib_err(const char *what, int err)
 		p_err("%s: %s", what, strerror(err < 0 ? -err : err));
 	last_lib_error[0] = '\0';
 	return 1;
+}
+
+const char *proto_name(__u8 proto)
+{
+	return proto == IPPROTO_UDP ? "udp" : "tcp";
+}
+
+struct xps_context *open_ctx(const char *name)
+{
+	struct xps_context *ctx = xps_context__open(name);
+
+	if (!ctx)
+		lib_err(name, -errno);
+	return ctx;
 }
 
 bool is_prefix(const char *arg, const char *full)
@@ -262,6 +275,7 @@ static void usage(FILE *f)
 "  xpsctl data put|update|set NAME KEY VALUE\n"
 "  xpsctl data get|del NAME KEY\n"
 "  xpsctl data dump NAME\n"
+"  xpsctl data load NAME FILE|-\n"
 "  xpsctl service KIND --port N [OPTIONS]   (KIND: see 'xpsctl service help')\n"
 "  xpsctl service stop NAME\n"
 "  xpsctl service list\n"

@@ -787,7 +787,8 @@ static void test_mc_fixtures(void)
 	h_begin("memcached: every fixture through the handler (verdict, reply, invalidation, connection state)");
 	for (i = 0; i < N(mc_fx); i++) {
 		const struct fx *f = &mc_fx[i];
-		struct xps_conn conn = {};
+		/* memcached has read the connection's first bytes before */
+		struct xps_conn conn = { .hs.flags = MC_CONN_SPOKEN };
 		__u32 n = to_scratch(buf, f->req, f->req_n), wl = 0;
 		bool single, tx;
 
