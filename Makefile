@@ -133,7 +133,7 @@ $(XPSCTL): $(CLI_OBJS) $(LIBXPS_A)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $(CLI_OBJS) $(LIBXPS_A) $(LIBBPF_LIBS)
 
-$(OUTPUT)/xps-%: daemons/xps-%.c daemons/filler.c daemons/filler.h daemons/resp.c daemons/resp.h $(LIBXPS_A) libxps/libxps.h include/xps/*.h
+$(OUTPUT)/xps-%: daemons/xps-%.c daemons/filler.c daemons/filler.h daemons/resp.c daemons/resp.h $(LIBXPS_A) libxps/*.h include/xps/*.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -o $@ $< daemons/filler.c daemons/resp.c $(LIBXPS_A) $(LIBBPF_LIBS)
 
@@ -147,6 +147,7 @@ install: all
 	ln -sf libxps.so.$(XPS_VERSION) $(DESTDIR)$(PREFIX)/lib/libxps.so.$(LIBXPS_SOVER)
 	ln -sf libxps.so.$(LIBXPS_SOVER) $(DESTDIR)$(PREFIX)/lib/libxps.so
 	install -m 644 libxps/libxps.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 libxps/libxps_kv.h $(DESTDIR)$(PREFIX)/include/xps/
 	install -m 644 include/xps/*.h $(DESTDIR)$(PREFIX)/include/xps/
 	install -m 644 include/uapi/linux/xps.h $(DESTDIR)$(PREFIX)/include/linux/
 	install -d $(DESTDIR)$(PREFIX)/include/xps/internal $(DESTDIR)$(PREFIX)/include/xps/backend
@@ -179,7 +180,7 @@ deb-kernel:
 
 API_TEST := $(OUTPUT)/tests/api_test
 
-$(API_TEST): tests/integration/api_test.c $(LIBXPS_A) libxps/libxps.h include/xps/kv.h
+$(API_TEST): tests/integration/api_test.c $(LIBXPS_A) libxps/*.h include/xps/*.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -o $@ $< $(LIBXPS_A) $(LIBBPF_LIBS)

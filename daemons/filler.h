@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * What the cache fillers (xps-redisd, xps-memcachedd) share besides
- * libxps's kv-cache (include/xps/libxps_kv.h, the coherence protocol):
+ * libxps's kv-cache (libxps/libxps_kv.h, the coherence protocol):
  * talking to servers, logging, the service's status and reconnecting.
  */
 #ifndef __XPS_FILLER_H
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <signal.h>
 #include <linux/types.h>
-#include <xps/libxps_kv.h>
+#include "libxps_kv.h"
 
 struct filler {
 	const char *name;	/* the context */

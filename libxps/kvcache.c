@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The kv-cache's user-space half (include/xps/libxps_kv.h): fills under
+ * The kv-cache's user-space half (libxps/libxps_kv.h): fills under
  * the coherence protocol of docs/coherence.md, the miss queue, the state
  * the filler shares with the handler, and the check that every connection
  * to the service is one XPS sees.
@@ -22,7 +22,7 @@
 #include <bpf/libbpf.h>
 
 #include "internal.h"
-#include <xps/libxps_kv.h>
+#include "libxps_kv.h"
 
 #define SKIP_SLOTS		1024
 #define SKIP_NS_DEFAULT		(100 * 1000 * 1000ULL)

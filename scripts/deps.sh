@@ -11,7 +11,7 @@ build_pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 	    pkg-config linux-libc-dev)
 test_pkgs=(iproute2 procps psmisc netcat-openbsd python3 libclang-rt-14-dev redis-server
 	   redis-tools memcached libmemcached-tools nginx-light curl wrk
-	   socat jq python3-prometheus-client)
+	   socat jq python3-prometheus-client gdb)
 kernel_pkgs=(linux-source-6.12 bc bison flex libssl-dev dwarves xz-utils
 	     cpio kmod rsync patch perl qemu-system-x86)
 bench_pkgs=(gnuplot-nox linux-perf)

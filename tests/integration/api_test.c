@@ -21,7 +21,7 @@
 
 #include "libxps.h"
 #include <xps/kv.h>
-#include <xps/libxps_kv.h>
+#include "libxps_kv.h"
 #include <xps/redis.h>
 
 static int failures;

@@ -758,39 +758,47 @@ def test_dead_filler_stops_the_kernel():
 
 @test
 def test_restarted_server_never_answered_for():
-    """memcached killed and a new, empty one started on the port at once:
-    the kernel drops the cache when the old listening socket closes, so
-    neither TCP nor UDP gets of the new server see an old value; once the
-    filler has dropped the cache, the kernel serves again."""
+    """memcached killed and a new, empty one started on the port at once,
+    with the filler alive and with it killed: the kernel drops the cache
+    when the old listening socket closes, so neither TCP nor UDP gets of
+    the new server see an old value; once a filler has dropped the cache,
+    the kernel serves again."""
     m = Memcached()
     try:
         start(m)
-        c = Client()
-        eq(c.set(b"rk", b"old-value"), b"STORED\r\n", "set")
-        warm(c, b"rk")
         rid = 1
-        for _ in range(20):
-            if udp_get(m.port, b"rk", rid).endswith(b"old-value\r\nEND\r\n"):
-                break
-            rid += 1
-        c.close()
-        m.proc.kill()
-        m.proc.wait(10)
-        m = Memcached()
-        # rk is not written (a write would invalidate it): the new server
-        # has none.  One connection: a connection's first segment always
-        # goes to memcached
-        c = Client()
-        before, t = stats("mc")["tx"], time.time()
-        while time.time() - t < 1.5:
-            eq(c.get(b"rk"), b"END\r\n", "TCP get after the restart")
-            rid += 1
-            eq(udp_get(m.port, b"rk", rid), struct.pack("!HHHH", rid, 0, 1, 0) +
-               b"END\r\n", "UDP get after the restart")
-        eq(stats("mc")["tx"], before, "kernel answers after the restart")
-        eq(c.set(b"rk", b"new-value"), b"STORED\r\n", "set")
-        warm(c, b"rk")
-        c.close()
+        for kill_filler in (False, True):
+            what = "restart%s" % (", filler killed" if kill_filler else "")
+            c = Client()
+            eq(c.set(b"rk", b"old-value"), b"STORED\r\n", "set")
+            warm(c, b"rk")
+            for _ in range(20):
+                rid += 1
+                if udp_get(m.port, b"rk", rid).endswith(b"old-value\r\nEND\r\n"):
+                    break
+            c.close()
+            if kill_filler:
+                os.kill(service("mc")["daemon_pid"], 9)
+            m.proc.kill()
+            m.proc.wait(10)
+            m = Memcached()
+            # rk is not written (a write would invalidate it): the new
+            # server has none.  One connection: a connection's first
+            # segment always goes to memcached
+            c = Client()
+            before, t = stats("mc")["tx"], time.time()
+            while time.time() - t < 1.5:
+                eq(c.get(b"rk"), b"END\r\n", "TCP get after the " + what)
+                rid += 1
+                eq(udp_get(m.port, b"rk", rid), struct.pack("!HHHH", rid, 0, 1, 0) +
+                   b"END\r\n", "UDP get after the " + what)
+            eq(stats("mc")["tx"], before, "kernel answers after the " + what)
+            if kill_filler:
+                xpsctl("service", "stop", "mc")
+                start(m)
+            eq(c.set(b"rk", b"new-value"), b"STORED\r\n", "set")
+            warm(c, b"rk")
+            c.close()
     finally:
         xpsctl("service", "stop", "mc", check=False)
         m.close()

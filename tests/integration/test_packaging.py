@@ -133,6 +133,7 @@ def test_files_where_they_belong():
     headers = {"usr/include/xps/" + os.path.basename(h)
                for h in glob.glob(os.path.join(ROOT, "include/xps/*.h"))}
     want_dev = headers | {"usr/include/libxps.h", "usr/include/xps/xps.bpf.h",
+                          "usr/include/xps/libxps_kv.h",
                           "usr/include/linux/xps.h", "usr/lib/libxps.a",
                           "usr/lib/pkgconfig/libxps.pc"}
     missing = want_dev - set(dev)

@@ -871,6 +871,64 @@ def test_users_and_passwords_get_what_redis_gives():
 
 
 @test
+def test_requirepass_race():
+    """CONFIG SET requirepass executed while the filler's check is under
+    way (held, with gdb, after it found no password and before it lifts
+    the stop): the check must not lift the stop the handler set for the
+    change, so no connection without a password is answered from the
+    cache, even once an older connection taught it the value."""
+    if not shutil.which("gdb"):
+        raise AssertionError("gdb is missing (scripts/deps.sh installs it)")
+    r = Redis()
+    hit, go = "/tmp/xps-race-hit", "/tmp/xps-race-go"
+    for f in (hit, go):
+        if os.path.exists(f):
+            os.unlink(f)
+    gdb = None
+    try:
+        start_service(r)
+        r.cli("SET", "secret:x", "topsecret")
+        old = Client()
+        warm(old, "secret:x", b"topsecret")
+        pid = [x for x in xpsctl("service", "list")
+               if x["name"] == "redis"][0]["daemon_pid"]
+        gdb = subprocess.Popen(
+            ["gdb", "-q", "-nx", "-batch", "-p", str(pid),
+             "-ex", "break filler_check_end", "-ex", "continue",
+             "-ex", "shell touch " + hit,
+             "-ex", "shell while [ ! -e %s ]; do sleep 0.05; done" % go,
+             "-ex", "delete", "-ex", "detach"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: os.path.exists(hit), timeout=20,
+                 what="the filler's check to reach its end")
+        # the check saw no password; the change comes before its lift
+        eq(Client().call("CONFIG", "SET", "requirepass", "pw"), b"+OK\r\n",
+           "CONFIG SET requirepass")
+        open(go, "w").close()
+        gdb.wait(20)
+        before, t = tx(), time.time()
+        while time.time() - t < 0.8:
+            old.call("GET", "secret:x")          # may teach the cache
+            fresh = Client()
+            got = fresh.call("GET", "secret:x")
+            fresh.close()
+            if not got.startswith(b"-NOAUTH"):
+                raise AssertionError("a connection without the password got %r" % got)
+        eq(tx(), before, "kernel answers under requirepass")
+        old.call("CONFIG", "SET", "requirepass", "")
+        old.close()
+    finally:
+        if gdb and gdb.poll() is None:
+            open(go, "w").close()
+            gdb.wait(20)
+        for f in (hit, go):
+            if os.path.exists(f):
+                os.unlink(f)
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
 def test_dead_filler_stops_the_kernel():
     """kill -9 of xps-redisd: within its lease (3 s) the kernel stops
     answering, and a Redis restarted with other data is never answered

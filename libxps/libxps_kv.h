@@ -30,7 +30,7 @@
 
 #include <stddef.h>
 #include <linux/types.h>
-#include <libxps.h>
+#include "libxps.h"
 #include <xps/kvcache.h>
 
 #ifdef __cplusplus
