@@ -737,6 +737,19 @@ def same_gets(pairs, key, what):
         eq(a.call("GET", key), b.call("GET", key), what)
 
 
+def same_gets_for(seconds, r, p, old, old_p, key, what):
+    """For @seconds: GET @key on a fresh connection to each of @r
+    (accelerated) and @p (plain), and on the older @old and @old_p: the
+    same bytes each time."""
+    t = time.time()
+    while time.time() - t < seconds:
+        fresh, fresh_p = Client(r.port), Client(p.port)
+        same_gets([(fresh, fresh_p), (old, old_p)], key, what)
+        fresh.close()
+        fresh_p.close()
+        time.sleep(0.05)
+
+
 @test
 def test_acl_changes_follow_redis():
     """Five changes of the default user (a password, key patterns, -get,
@@ -773,13 +786,7 @@ def test_acl_changes_follow_redis():
                 # long enough for the filler's checks to lift a stop they
                 # should not, and for the old connection's GET to teach
                 # the cache a value the fresh ones may not read
-                t = time.time()
-                while time.time() - t < 3:
-                    fresh, fresh_p = Client(r.port), Client(p.port)
-                    same_gets([(fresh, fresh_p), (old, old_p)], "secret:x", what)
-                    fresh.close()
-                    fresh_p.close()
-                    time.sleep(0.05)
+                same_gets_for(3, r, p, old, old_p, "secret:x", what)
                 eq(tx(), before, "kernel answers after " + what)
                 old.close()
                 old_p.close()
@@ -847,14 +854,7 @@ def test_users_and_passwords_get_what_redis_gives():
         for srv, conn in ((r, old), (p, old_p)):
             eq(conn.call("CONFIG", "SET", "requirepass", "pw"), b"+OK\r\n",
                "CONFIG SET requirepass")
-        t = time.time()
-        while time.time() - t < 2:
-            fresh, fresh_p = Client(r.port), Client(p.port)
-            same_gets([(fresh, fresh_p), (old, old_p)], "secret:x",
-                      "GET under requirepass")
-            fresh.close()
-            fresh_p.close()
-            time.sleep(0.05)
+        same_gets_for(2, r, p, old, old_p, "secret:x", "GET under requirepass")
         eq(tx(), before, "kernel answers under requirepass")
         for conn in (old, old_p):
             eq(conn.call("CONFIG", "SET", "requirepass", ""), b"+OK\r\n",
