@@ -34,32 +34,50 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-INCLUDES := -Iinclude -Iinclude/uapi -I$(OUTPUT)
+# $(OUTPUT)/include holds the services' shared headers where they are
+# installed (<xps/redis.h>), for the tests and benchmarks that use them
+INCLUDES := -Iinclude -Iinclude/uapi -I$(OUTPUT)/include -I$(OUTPUT)
+# bpf/api is the handler API as installed (<xps/xps.bpf.h>); bpf/ holds
+# the libraries (lib/) and protocol parsers (proto/) beside it
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror \
-	-I/usr/include/$(ARCH_TRIPLET) $(INCLUDES) -Ibpf
+	-I/usr/include/$(ARCH_TRIPLET) $(INCLUDES) -Ibpf/api -Ibpf
 USER_CFLAGS := -g -O2 -Wall -Wextra -Wno-unused-parameter -Werror \
 	-D_GNU_SOURCE -DXPS_VERSION='"$(XPS_VERSION)"' $(INCLUDES) -Ilibxps
 LIBBPF_LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz)
 
+# A service is a folder of services/: its handler (NAME.bpf.c), the
+# header it shares with user space (NAME.h), its xpsctl kind (service.c)
+# and, if it has one, its daemon (xps-*.c) with its man page.
+SERVICES := $(sort $(wildcard services/*))
 # the framework is embedded in libxps as a skeleton; handlers are files
 FRAMEWORK := xps_framework
-HANDLERS := echo verdict upper kv redis ceiling http_filter memcached redis_cluster
+EXAMPLES := echo verdict upper kv ceiling
+HANDLERS := $(EXAMPLES) $(patsubst %.bpf.c,%,$(notdir $(wildcard services/*/*.bpf.c)))
 BPF_OBJS := $(addprefix $(OUTPUT)/bpf/,$(addsuffix .bpf.o,$(FRAMEWORK) $(HANDLERS)))
-# the handler API (bpf/xps.bpf.h) and what lies behind it, installed with it
-API_HDRS := bpf/xps.bpf.h $(wildcard bpf/internal/*.bpf.h bpf/backend/*.bpf.h)
-BPF_HDRS := $(wildcard bpf/*.bpf.h bpf/*.h bpf/proto/*.h) $(API_HDRS) \
+vpath %.bpf.c bpf/framework bpf/examples $(SERVICES)
+# the handler API (bpf/api) and what lies behind it, installed with it
+API_HDRS := bpf/api/xps.bpf.h $(wildcard bpf/api/internal/*.bpf.h bpf/api/backend/*.bpf.h)
+# the headers handlers share with user space, installed as <xps/NAME.h>
+SHARED_HDRS := $(wildcard services/*/*.h) bpf/examples/kv.h
+STAGED_HDRS := $(addprefix $(OUTPUT)/include/xps/,$(notdir $(SHARED_HDRS)))
+BPF_HDRS := $(wildcard bpf/*/*.bpf.h bpf/framework/*.h) $(API_HDRS) $(SHARED_HDRS) \
 	$(wildcard include/xps/*.h) include/uapi/linux/xps.h
 
 LIB_SRCS := $(wildcard libxps/*.c)
 LIB_OBJS := $(patsubst libxps/%.c,$(OUTPUT)/libxps/%.o,$(LIB_SRCS))
 LIB_PIC_OBJS := $(patsubst libxps/%.c,$(OUTPUT)/libxps/pic/%.o,$(LIB_SRCS))
-CLI_SRCS := $(wildcard cli/*.c cli/services/*.c)
-CLI_OBJS := $(patsubst cli/%.c,$(OUTPUT)/cli/%.o,$(CLI_SRCS))
+CLI_SRCS := $(wildcard cli/*.c)
+SVC_SRCS := $(wildcard services/*/service.c)
+CLI_OBJS := $(patsubst cli/%.c,$(OUTPUT)/cli/%.o,$(CLI_SRCS)) \
+	$(patsubst services/%/service.c,$(OUTPUT)/cli/services/%.o,$(SVC_SRCS))
 
 LIBXPS_A := $(OUTPUT)/libxps.a
 LIBXPS_SO := $(OUTPUT)/libxps.so.$(XPS_VERSION)
 XPSCTL := $(OUTPUT)/xpsctl
-DAEMONS := $(OUTPUT)/xps-redisd $(OUTPUT)/xps-memcachedd $(OUTPUT)/xps-clusterd
+DAEMON_SRCS := $(wildcard services/*/xps-*.c)
+DAEMONS := $(patsubst %.c,$(OUTPUT)/%,$(notdir $(DAEMON_SRCS)))
+DAEMON_MANS := $(wildcard services/*/xps-*.8)
+vpath xps-%.c $(SERVICES)
 PCFILE := $(OUTPUT)/libxps.pc
 UNIT := $(OUTPUT)/xps-service@.service
 PREFIX_STAMP := $(OUTPUT)/.prefix
@@ -68,7 +86,7 @@ DEPS_STAMP := $(OUTPUT)/.deps-build
 .DELETE_ON_ERROR:
 .PHONY: all clean tests test test-unit test-integration test-vm test-debug fuzz demo vm-run bench deps install deb deb-kernel FORCE
 
-all: $(BPF_OBJS) $(LIBXPS_A) $(LIBXPS_SO) $(PCFILE) $(UNIT) $(XPSCTL) $(DAEMONS)
+all: $(STAGED_HDRS) $(BPF_OBJS) $(LIBXPS_A) $(LIBXPS_SO) $(PCFILE) $(UNIT) $(XPSCTL) $(DAEMONS)
 
 # Build dependencies are installed once per checkout (and re-checked when
 # the script changes); deps.sh is a no-op when everything is there.
@@ -80,7 +98,13 @@ $(DEPS_STAMP): scripts/deps.sh
 deps:
 	scripts/deps.sh all
 
-$(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(DEPS_STAMP)
+$(OUTPUT)/include/xps/%.h: %.h
+	$(Q)mkdir -p $(@D)
+	$(Q)cp $< $@
+
+vpath %.h $(SERVICES) bpf/examples
+
+$(OUTPUT)/bpf/%.bpf.o: %.bpf.c $(BPF_HDRS) | $(DEPS_STAMP)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
@@ -129,13 +153,19 @@ $(OUTPUT)/cli/%.o: cli/%.c cli/*.h libxps/libxps.h include/xps/*.h | $(DEPS_STAM
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
 
+$(OUTPUT)/cli/services/%.o: services/%/service.c cli/*.h libxps/libxps.h \
+		include/xps/*.h $(SHARED_HDRS) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(USER_CFLAGS) -Icli -Iservices/$* -c $< -o $@
+
 $(XPSCTL): $(CLI_OBJS) $(LIBXPS_A)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $(CLI_OBJS) $(LIBXPS_A) $(LIBBPF_LIBS)
 
-$(OUTPUT)/xps-%: daemons/xps-%.c daemons/filler.c daemons/filler.h daemons/resp.c daemons/resp.h $(LIBXPS_A) libxps/*.h include/xps/*.h
+$(OUTPUT)/xps-%: xps-%.c daemons/filler.c daemons/filler.h daemons/resp.c daemons/resp.h $(LIBXPS_A) libxps/*.h include/xps/*.h $(SHARED_HDRS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) -o $@ $< daemons/filler.c daemons/resp.c $(LIBXPS_A) $(LIBBPF_LIBS)
+	$(Q)$(CC) $(USER_CFLAGS) -Idaemons -o $@ $< daemons/filler.c daemons/resp.c $(LIBXPS_A) $(LIBBPF_LIBS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/xps \
@@ -148,15 +178,15 @@ install: all
 	ln -sf libxps.so.$(LIBXPS_SOVER) $(DESTDIR)$(PREFIX)/lib/libxps.so
 	install -m 644 libxps/libxps.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 libxps/libxps_kv.h $(DESTDIR)$(PREFIX)/include/xps/
-	install -m 644 include/xps/*.h $(DESTDIR)$(PREFIX)/include/xps/
+	install -m 644 include/xps/*.h $(SHARED_HDRS) $(DESTDIR)$(PREFIX)/include/xps/
 	install -m 644 include/uapi/linux/xps.h $(DESTDIR)$(PREFIX)/include/linux/
 	install -d $(DESTDIR)$(PREFIX)/include/xps/internal $(DESTDIR)$(PREFIX)/include/xps/backend
-	install -m 644 bpf/xps.bpf.h $(DESTDIR)$(PREFIX)/include/xps/
-	install -m 644 bpf/internal/*.bpf.h $(DESTDIR)$(PREFIX)/include/xps/internal/
-	install -m 644 bpf/backend/*.bpf.h $(DESTDIR)$(PREFIX)/include/xps/backend/
+	install -m 644 bpf/api/xps.bpf.h $(DESTDIR)$(PREFIX)/include/xps/
+	install -m 644 bpf/api/internal/*.bpf.h $(DESTDIR)$(PREFIX)/include/xps/internal/
+	install -m 644 bpf/api/backend/*.bpf.h $(DESTDIR)$(PREFIX)/include/xps/backend/
 	install -m 644 $(PCFILE) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 	install -m 755 $(XPSCTL) $(DAEMONS) $(DESTDIR)$(PREFIX)/sbin/
-	install -m 644 docs/xpsctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 644 docs/xpsctl.8 $(DAEMON_MANS) $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 644 $(filter-out %/$(FRAMEWORK).bpf.o,$(BPF_OBJS)) $(DESTDIR)$(PREFIX)/lib/xps/bpf/
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 644 contrib/bash-completion/xpsctl \
@@ -180,7 +210,7 @@ deb-kernel:
 
 API_TEST := $(OUTPUT)/tests/api_test
 
-$(API_TEST): tests/integration/api_test.c $(LIBXPS_A) libxps/*.h include/xps/*.h
+$(API_TEST): tests/integration/api_test.c $(STAGED_HDRS) $(LIBXPS_A) libxps/*.h include/xps/*.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -o $@ $< $(LIBXPS_A) $(LIBBPF_LIBS)
@@ -200,7 +230,7 @@ $(OUTPUT)/tests/lossy.bpf.o: tests/integration/lossy.bpf.c | $(DEPS_STAMP)
 # what one GET costs the Redis and memcached handlers (BPF_PROG_TEST_RUN)
 HANDLER_COST := $(OUTPUT)/bench/handler_cost
 
-$(HANDLER_COST): bench/handler_cost.c $(BPF_HDRS) $(OUTPUT)/bench/handler_cost.bpf.o | $(DEPS_STAMP)
+$(HANDLER_COST): bench/handler_cost.c $(STAGED_HDRS) $(BPF_HDRS) $(OUTPUT)/bench/handler_cost.bpf.o | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -Ibpf -o $@ $< $(LIBBPF_LIBS)

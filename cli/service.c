@@ -426,8 +426,7 @@ static void list_guessed(const struct xps_ctx_info *info)
 {
 	const char *base = strrchr(info->obj_path, '/');
 	const struct svc_kind *const *kp, *k = NULL;
-	char stem[XPS_OBJ_PATH_LEN], svc[XPS_NAME_LEN];
-	size_t n = strlen(info->name);
+	char stem[XPS_OBJ_PATH_LEN];
 
 	snprintf(stem, sizeof(stem), "%s", base ? base + 1 : info->obj_path);
 	if (strchr(stem, '.'))
@@ -437,25 +436,11 @@ static void list_guessed(const struct xps_ctx_info *info)
 			k = *kp;
 	if (!k)
 		return;
-	snprintf(svc, sizeof(svc), "%s", info->name);
-	if (k == &svc_redis_cluster) {
-		/* the service is the comp context NAME, this is NAME-ping;
-		 * NAME-tN: the other message types of the same service */
-		if (n <= 5 || strcmp(svc + n - 5, "-ping"))
-			return;
-		svc[n - 5] = '\0';
-		svc_print(k, NULL, svc, NULL, info->pred.lport,
-			  supervise_pid(svc));
-	} else if (k == &svc_memcached && info->pred.proto == IPPROTO_UDP) {
-		/* NAME-udp: the companion of NAME, served by its daemon */
-		if (n > 4 && !strcmp(svc + n - 4, "-udp"))
-			svc[n - 4] = '\0';
-		svc_print(k, "memcached-udp", info->name, svc,
-			  info->pred.lport, supervise_pid(svc));
-	} else {
+	if (k->list_unlabelled)
+		k->list_unlabelled(k, info);
+	else
 		svc_print(k, NULL, info->name, NULL, info->pred.lport,
 			  supervise_pid(info->name));
-	}
 }
 
 static int list_one(const struct xps_ctx_info *info, __u32 slot, void *data)

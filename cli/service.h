@@ -3,8 +3,9 @@
  * The kinds of service of "xpsctl service": one struct svc_kind each, in
  * the table of service.c.  A kind's entry says everything xpsctl knows of
  * it (handler, daemon, options and their help, what to set up, how to
- * tell its health); its code lives in cli/services/KIND.c.  A new kind is
- * a new file there, its entry in svc_kinds[], its paragraph in
+ * tell its health); its code lives in services/FOLDER/service.c, with the
+ * rest of the service.  A new kind is a new folder, its entry in
+ * svc_kinds[], its paragraph in
  * docs/xpsctl.8 and its line in contrib/bash-completion/xpsctl (which
  * tests/integration/test_xpsctl.py compares with the usage): option
  * parsing, the usage, "service list" and "service stop" follow from the
@@ -103,6 +104,15 @@ struct svc_kind {
 	int (*teardown)(const char *name);
 	/* Its state in a line; NULL: the daemon's (supervise_state()). */
 	void (*health)(const char *name, pid_t pid, char *buf, size_t n);
+	/*
+	 * "service list" of a context without a label whose handler is this
+	 * kind's (made by an xpsctl from before services were labelled):
+	 * print the service it belongs to as those versions named it, or
+	 * nothing if it is not the service's main context; NULL:
+	 * svc_print() of the context by its own name.
+	 */
+	void (*list_unlabelled)(const struct svc_kind *k,
+				const struct xps_ctx_info *info);
 };
 
 /* The contexts' label: "svc:KIND" for the main one, "svc:KIND:OWNER" for

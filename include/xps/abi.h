@@ -244,7 +244,7 @@ struct xps_conn {
 };
 
 /*
- * Unanswered writes by key (xps_note_write_key() in bpf/xps.bpf.h), for
+ * Unanswered writes by key (xps_note_write_key() in bpf/api/xps.bpf.h), for
  * the handlers that learn values from the server's replies: a GET of a
  * key may be learned while no write of its bucket, and no write of every
  * key (ovf), is unanswered, where xps_config.unacked_writes would wait
@@ -259,7 +259,7 @@ struct xps_wpend {
 
 /*
  * Reply capture.  A handler asks for the service's reply to a request it
- * passes (xps_capture_reply() in bpf/xps.bpf.h): its ARM record, with a
+ * passes (xps_capture_reply() in bpf/api/xps.bpf.h): its ARM record, with a
  * tag of its own, goes into the ring of its slot (xps_caps) before the
  * request reaches the service; when egress counts that reply
  * (docs/ordering.md), and it is the first reply of a segment and ends in

@@ -14,7 +14,7 @@
  * stamps it checked, and serves the copy only when the two agree.
  *
  * This file is the reference, used by the fillers and the tests; the
- * handlers' BPF code (bpf/kvsum.bpf.h) computes the same function.
+ * handlers' BPF code (bpf/lib/kvsum.bpf.h) computes the same function.
  * Words are 8 bytes in the machine's order; a last partial word is
  * assembled little-end first and zero-padded.
  */

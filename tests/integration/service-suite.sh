@@ -7,11 +7,12 @@
 set -u
 cd "$(dirname "$0")/../.."
 svc=$1
+# the service's folder, its handler object and its suite
 case $svc in
-redis) obj=redis ;;
-memcached) obj=memcached ;;
-http) obj=http_filter ;;
-cluster) obj=redis_cluster ;;
+redis) dir=redis obj=redis ;;
+memcached) dir=memcached obj=memcached ;;
+http) dir=http-filter obj=http_filter ;;
+cluster) dir=redis-cluster obj=redis_cluster ;;
 *) echo "usage: $0 redis|memcached|http|cluster" >&2; exit 2 ;;
 esac
 X=.output/xpsctl
@@ -31,11 +32,12 @@ fi
 # in maybe_fork_scalars): do not even try while they are known to fail
 [ -e tests/verifier/KNOWN-FAILING ] &&
 	notrun "$(head -1 tests/verifier/KNOWN-FAILING); the $obj handler is not loaded"
-[ -e tests/integration/test_$svc.py ] || notrun "no tests/integration/test_$svc.py yet"
+suite=services/$dir/test_$svc.py
+[ -e "$suite" ] || notrun "no $suite yet"
 $X reset >/dev/null 2>&1
 if ! out=$($X handler attach .output/bpf/$obj.bpf.o --port 17499 --name probe 2>&1); then
 	$X reset >/dev/null 2>&1
 	notrun "the $obj handler does not load on this kernel: $out"
 fi
 $X reset >/dev/null 2>&1
-exec python3 tests/integration/test_$svc.py
+exec python3 "$suite"

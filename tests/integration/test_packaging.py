@@ -119,6 +119,8 @@ def test_files_where_they_belong():
     want_tools = {"usr/sbin/" + b for b in ("xpsctl", "xps-redisd", "xps-memcachedd",
                                               "xps-clusterd")}
     want_tools |= {"usr/lib/xps/bpf/%s.bpf.o" % h for h in handlers}
+    want_tools |= {"usr/share/man/man8/%s.gz" % os.path.basename(m)
+                   for m in glob.glob(os.path.join(ROOT, "services/*/xps-*.8"))}
     want_tools |= {"lib/systemd/system/" + UNIT, "usr/share/man/man8/xpsctl.8.gz",
                    "usr/share/bash-completion/completions/xpsctl",
                    "usr/share/doc/xps-tools/copyright"}
@@ -130,8 +132,11 @@ def test_files_where_they_belong():
     eq(lib.get("usr/lib/libxps.so." + SOVER), "libxps.so." + VERSION, "libxps0 soname link")
     if "usr/lib/libxps.so." + VERSION not in lib:
         raise AssertionError("libxps0 has no library: %s" % sorted(lib))
+    shared = ["include/xps/*.h", "services/*/*.h", "bpf/examples/kv.h"]
     headers = {"usr/include/xps/" + os.path.basename(h)
-               for h in glob.glob(os.path.join(ROOT, "include/xps/*.h"))}
+               for g in shared for h in glob.glob(os.path.join(ROOT, g))}
+    if len(headers) < 8:
+        raise AssertionError("the shared headers were not found: %s" % sorted(headers))
     want_dev = headers | {"usr/include/libxps.h", "usr/include/xps/xps.bpf.h",
                           "usr/include/xps/libxps_kv.h",
                           "usr/include/linux/xps.h", "usr/lib/libxps.a",

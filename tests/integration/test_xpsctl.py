@@ -307,9 +307,27 @@ def test_service_list_reads_the_stored_kind():
            [("foo", "http")], "service list of an unlabelled context")
         xpsctl("service", "stop", "foo")
         eq([c["name"] for c in xpsctl("handler", "list")], ["web"], "stop foo")
+        # the kinds whose old names carried a suffix: memcached's UDP
+        # companion NAME-udp, the cluster's NAME-ping (the service is NAME)
+        xpsctl("handler", "attach", obj("memcached"), "--port", P + 8,
+               "--proto", "udp", "--name", "mc-udp")
+        xpsctl("handler", "attach", obj("redis_cluster"), "--port", P + 9,
+               "--name", "rc-ping")
+        xpsctl("handler", "attach", obj("redis_cluster"), "--port", P + 10,
+               "--name", "rc-t2")
+        for name in ("web", "mc-udp", "rc-ping", "rc-t2"):
+            path = "/sys/fs/bpf/xps/ctx/%s/label" % name
+            if os.path.exists(path):
+                os.unlink(path)
+        eq(sorted((x["name"], x["service"], x["port"])
+                  for x in xpsctl("service", "list")),
+           [("mc-udp", "memcached-udp", P + 8), ("rc", "redis-cluster", P + 9),
+            ("web", "http", P + 7)],
+           "service list of unlabelled contexts of every kind")
     finally:
         xpsctl("service", "stop", "foo", check=False)
-        xpsctl("handler", "detach", "web", check=False)
+        for name in ("web", "mc-udp", "rc-ping", "rc-t2"):
+            xpsctl("handler", "detach", name, check=False)
 
 
 # ---- bash completion -----------------------------------------------------

@@ -69,12 +69,14 @@ done
 # (loaded by their integration suites): built and mask-checked here.
 for cc in $VT_CLANGS; do
 	ver=$($cc -dumpversion)
-	for name in redis_cluster; do
+	for src in services/redis-cluster/redis_cluster.bpf.c; do
+		name=$(basename "$src" .bpf.c)
 		obj="$out/$name.$cc.o"
 		if ! $cc -O2 -g -target bpf -mcpu=v3 -Wall -Werror \
 			-D__TARGET_ARCH_$(uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/') \
 			-I"$arch_inc" -I"$root/include" -I"$root/include/uapi" \
-			-I"$root/bpf" -c "$root/bpf/$name.bpf.c" -o "$obj" \
+			-I"$root/bpf/api" -I"$root/bpf" \
+			-c "$root/$src" -o "$obj" \
 			2>"$out/$name.$cc.cc.log"; then
 			echo "FAIL $name clang-$ver: compile error"
 			sed 's/^/    /' "$out/$name.$cc.cc.log" | head -20

@@ -22,7 +22,7 @@ int vt_http(struct __sk_buff *skb)
 
 	in = bpf_map_lookup_elem(&vt_scratch, &k0);
 	out = bpf_map_lookup_elem(&vt_scratch, &k1);
-	/* The result lives in map memory, as in bpf/http_filter.bpf.c. */
+	/* The result lives in map memory, as in services/http-filter/http_filter.bpf.c. */
 	res = bpf_map_lookup_elem(&vt_scratch, &k2);
 	if (!in || !out || !res)
 		return SK_PASS;

@@ -23,7 +23,7 @@
  */
 #define XPS_REPLY_PROTO XPS_REPLY_CLUSTER	/* docs/ordering.md */
 #include "xps.bpf.h"
-#include <xps/redis_cluster.h>
+#include "redis_cluster.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

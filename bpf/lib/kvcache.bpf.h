@@ -4,7 +4,7 @@
  * once: its maps, the lookup a GET makes, the invalidation a write makes,
  * and the parts of the segment walk that do not depend on the protocol.
  * Each service keeps its parser, its reply encoder and what its SERVE and
- * STATE requests do (bpf/redis.bpf.c, bpf/memcached.bpf.c).
+ * STATE requests do (services/redis/redis.bpf.c, services/memcached/memcached.bpf.c).
  *
  * Maps are keyed by the key's 64-bit hash (include/xps/kvcache.h): a GET
  * makes three lookups of 8-byte keys (value, version, access counter)
@@ -380,7 +380,7 @@ static __always_inline int xps_kv_stage_value(struct xps_kv_walk *w,
  * A key's version (docs/coherence.md): every write adds 2; bit 0 says
  * that the last write left an item that never expires (XPS_F_NOEXP, a
  * memcached set with exptime 0), so that a value learned under it needs
- * no wait for memcached's clock (daemons/xps-memcachedd.c).  The bit is
+ * no wait for memcached's clock (services/memcached/xps-memcachedd.c).  The bit is
  * set only by a TCP write that was the only one unanswered: with another
  * write in flight the server may execute the two in either order, and
  * the one it executes last (an expiry, say) decides.

@@ -14,7 +14,7 @@
 #define XPS_REPLY_PROTO XPS_REPLY_HTTP	/* docs/ordering.md */
 #include "xps.bpf.h"
 #include "proto/http.bpf.h"
-#include <xps/http_filter.h>
+#include "http_filter.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

@@ -284,7 +284,7 @@ static __always_inline void xps_requests_lost(struct __sk_buff *skb)
  * access counters behind xps_context__keystats_get().  Both belong to the
  * context: libxps pins them under /sys/fs/bpf/xps/ctx/<name>/.  A cache of
  * an unmodified server's data, kept coherent with it, is the kv-cache
- * library's (bpf/kvcache.bpf.h), which declares its own maps.
+ * library's (bpf/lib/kvcache.bpf.h), which declares its own maps.
  */
 #define XPS_DATA_MAP(key_type, value_type, entries)			\
 	struct {							\

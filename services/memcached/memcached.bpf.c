@@ -9,12 +9,12 @@
 #define XPS_REPLY_PROTO XPS_REPLY_MEMCACHED	/* docs/ordering.md */
 #include "xps.bpf.h"
 #include "proto/memcached.bpf.h"
-#include "kv_count.bpf.h"
-#include <xps/memcached.h>
+#include "lib/kv_count.bpf.h"
+#include "memcached.h"
 #define XPS_KV_ENTRIES		MC_CACHE_ENTRIES
 #define XPS_KV_MISS_ENTRIES	MC_MISS_QUEUE
 #define XPS_KV_VERSION_ENTRIES	MC_VERSIONS
-#include "kvcache.bpf.h"
+#include "lib/kvcache.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

@@ -3,8 +3,8 @@
 #include <netinet/in.h>
 #include <stdio.h>
 
-#include "../cmd.h"
-#include "../service.h"
+#include "cmd.h"
+#include "service.h"
 
 struct redis_args {
 	struct svc_args common;

@@ -4,6 +4,7 @@
 from the kernel, byte-identical to what Redis answers, never stale, in
 order; the server's own counters prove the fast path was taken."""
 import os
+import sys
 import random
 import shutil
 import signal
@@ -13,6 +14,10 @@ import tempfile
 import threading
 import time
 
+
+# the integration harness lives with the other suites
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tests", "integration"))
 from xpstest import (attach, backend, kv_seal, resp, XpsError, eq, redis_cli, kv_value_hex, main, recv_exact,
                      stats, test, wait_for, xpsctl, SLOW)
 

@@ -7,7 +7,7 @@
 /* requests and replies are lines (docs/ordering.md) */
 #define XPS_REPLY_PROTO XPS_REPLY_LINE
 #include "xps.bpf.h"
-#include "lines.bpf.h"
+#include "lib/lines.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

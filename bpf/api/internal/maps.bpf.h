@@ -9,7 +9,7 @@
  * when the definitions agree, which is why there is one of each.
  *
  * The second group only the framework's own programs use; it is declared
- * where XPS__FRAMEWORK is defined (bpf/xps_framework.bpf.c), so that a
+ * where XPS__FRAMEWORK is defined (bpf/framework/xps_framework.bpf.c), so that a
  * handler object does not open the framework's own maps.
  */
 #ifndef __XPS_INTERNAL_MAPS_BPF_H

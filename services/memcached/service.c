@@ -7,10 +7,12 @@
  */
 #include <netinet/in.h>
 #include <stdio.h>
+#include <string.h>
 
-#include "../cmd.h"
-#include "../out.h"
-#include "../service.h"
+#include "cmd.h"
+#include "out.h"
+#include "service.h"
+#include "supervise.h"
 
 struct memcached_args {
 	struct svc_args common;
@@ -86,6 +88,26 @@ static const struct svc_opt memcached_opts[] = {
 	{ NULL },
 };
 
+/* An unlabelled UDP context NAME-udp is the companion of NAME, served by
+ * its daemon. */
+static void memcached_list_unlabelled(const struct svc_kind *k,
+				      const struct xps_ctx_info *info)
+{
+	char svc[XPS_NAME_LEN];
+	size_t n = strlen(info->name);
+
+	if (info->pred.proto != IPPROTO_UDP) {
+		svc_print(k, NULL, info->name, NULL, info->pred.lport,
+			  supervise_pid(info->name));
+		return;
+	}
+	if (n > 4 && !strcmp(info->name + n - 4, "-udp"))
+		n -= 4;
+	snprintf(svc, sizeof(svc), "%.*s", (int)n, info->name);
+	svc_print(k, "memcached-udp", info->name, svc, info->pred.lport,
+		  supervise_pid(svc));
+}
+
 const struct svc_kind svc_memcached = {
 	.name = "memcached",
 	.summary = "get/gets of cached items, TCP and UDP (xps-memcachedd)",
@@ -112,4 +134,5 @@ const struct svc_kind svc_memcached = {
 "xpsctl service memcached --port 11211 --udp\n",
 	.setup = memcached_setup,
 	.report = memcached_report,
+	.list_unlabelled = memcached_list_unlabelled,
 };

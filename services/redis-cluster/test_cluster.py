@@ -22,6 +22,10 @@ import threading
 import time
 import traceback
 
+
+# the integration harness lives with the other suites
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tests", "integration"))
 from xpstest import eq, redis_cli, stats, wait_for, xpsctl
 
 BASE = 17630                 # client ports BASE..BASE+2, bus ports +10000

@@ -36,7 +36,7 @@
 #include "libxps.h"
 #include "filler.h"
 #include "resp.h"
-#include <xps/redis.h>
+#include "redis.h"
 
 #define logmsg(...) flog("xps-redisd: " __VA_ARGS__)
 

@@ -7,8 +7,8 @@
 /* requests and replies are lines (docs/ordering.md) */
 #define XPS_REPLY_PROTO XPS_REPLY_LINE
 #include "xps.bpf.h"
-#include "lines.bpf.h"
-#include <xps/kv.h>
+#include "lib/lines.bpf.h"
+#include "kv.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

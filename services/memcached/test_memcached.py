@@ -5,6 +5,7 @@ UDP: byte-identical replies, no stale reads, memcached's own counters show
 the fast path was taken, and memccapable and memcslap pass with XPS in
 front."""
 import os
+import sys
 import random
 import socket
 import struct
@@ -12,6 +13,10 @@ import subprocess
 import threading
 import time
 
+
+# the integration harness lives with the other suites
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tests", "integration"))
 from xpstest import eq, main, stats, test, wait_for, xpsctl, SLOW
 
 PORT = 17450

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Redis handler: layouts shared by bpf/redis.bpf.c, its filler daemon
- * (daemons/xps-redisd.c) and the tests.  The cache itself is
+ * Redis handler: layouts shared by services/redis/redis.bpf.c, its filler daemon
+ * (services/redis/xps-redisd.c) and the tests.  The cache itself is
  * include/xps/kvcache.h.
  */
 #ifndef __XPS_REDIS_H

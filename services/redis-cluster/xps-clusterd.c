@@ -35,7 +35,7 @@
 #include "libxps.h"
 #include "filler.h"
 #include "resp.h"
-#include <xps/redis_cluster.h>
+#include "redis_cluster.h"
 
 #define logmsg(...) flog("xps-clusterd: " __VA_ARGS__)
 #define PONG_BUF_MAX	65536	/* largest PONG read from the bus */

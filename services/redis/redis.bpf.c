@@ -8,17 +8,17 @@
  * Redis would have sent.  Anything else is passed, after every key a write
  * in the segment touches has been invalidated (and the write counted for
  * the filler's coherence check, see docs/coherence.md).  The cache is
- * bpf/kvcache.bpf.h; this file is the protocol.
+ * bpf/lib/kvcache.bpf.h; this file is the protocol.
  */
 #define XPS_REPLY_PROTO XPS_REPLY_RESP	/* docs/ordering.md */
 #include "xps.bpf.h"
 #include "proto/redis.bpf.h"
-#include "kv_count.bpf.h"
-#include <xps/redis.h>
+#include "lib/kv_count.bpf.h"
+#include "redis.h"
 #define XPS_KV_ENTRIES		REDIS_CACHE_ENTRIES
 #define XPS_KV_MISS_ENTRIES	REDIS_MISS_QUEUE
 #define XPS_KV_VERSION_ENTRIES	REDIS_VERSIONS
-#include "kvcache.bpf.h"
+#include "lib/kvcache.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

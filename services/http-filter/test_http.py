@@ -6,6 +6,7 @@ for the Date header's value), 444 resets, everything else reaches nginx,
 and nginx's access log counts exactly the requests the kernel did not
 answer."""
 import os
+import sys
 import re
 import shutil
 import socket
@@ -13,6 +14,10 @@ import subprocess
 import tempfile
 import time
 
+
+# the integration harness lives with the other suites
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tests", "integration"))
 from xpstest import eq, main, stats, test, wait_for, xpsctl
 
 PORT = 17480

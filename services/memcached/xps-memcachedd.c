@@ -37,7 +37,7 @@
 
 #include "libxps.h"
 #include "filler.h"
-#include <xps/memcached.h>
+#include "memcached.h"
 
 #define logmsg(...) flog("xps-memcachedd: " __VA_ARGS__)
 #define UDP_QUIET_NS 1000000000ull
@@ -332,7 +332,7 @@ static unsigned int pend_head, pend_tail;
  * 1.6.18 prints an expiring item's exp as minus the seconds it has left,
  * so exp=-1 also means "expires within a second".  When the key's version
  * says its last write was a set that never expires (bit 0,
- * bpf/kvcache.bpf.h), exp=-1 is that; otherwise the value is committed
+ * bpf/lib/kvcache.bpf.h), exp=-1 is that; otherwise the value is committed
  * only after a second `me`, more than a second later, still says exp=-1
  * with the same CAS (learn_due(): an expiring item is gone by then; a
  * write meanwhile changed the key's version, which the stamps taken at

@@ -15,10 +15,10 @@
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 
-#include "../cmd.h"
-#include "../out.h"
-#include "../service.h"
-#include <xps/http_filter.h>
+#include "cmd.h"
+#include "out.h"
+#include "service.h"
+#include "http_filter.h"
 
 struct http_args {
 	struct svc_args common;

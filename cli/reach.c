@@ -15,8 +15,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "../out.h"
-#include "../service.h"
+#include "out.h"
+#include "service.h"
 
 /*
  * Where the server listening on TCP @port can be reached from here:

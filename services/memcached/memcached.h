@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Memcached handler: layouts shared by bpf/memcached.bpf.c, its filler
- * (daemons/xps-memcachedd.c) and the tests.  The cache itself is
+ * Memcached handler: layouts shared by services/memcached/memcached.bpf.c, its filler
+ * (services/memcached/xps-memcachedd.c) and the tests.  The cache itself is
  * include/xps/kvcache.h.
  */
 #ifndef __XPS_MEMCACHED_H

@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../cmd.h"
-#include "../out.h"
-#include "../service.h"
-#include "../supervise.h"
-#include <xps/redis_cluster.h>
+#include "cmd.h"
+#include "out.h"
+#include "service.h"
+#include "supervise.h"
+#include "redis_cluster.h"
 
 struct cluster_args {
 	struct svc_args common;
@@ -125,6 +125,20 @@ static const struct svc_opt cluster_opts[] = {
 	{ NULL },
 };
 
+/* An unlabelled NAME-ping is the service NAME (its comp context); the
+ * other sub-contexts (NAME-tN: other message types) are part of it. */
+static void cluster_list_unlabelled(const struct svc_kind *k,
+				    const struct xps_ctx_info *info)
+{
+	char svc[XPS_NAME_LEN];
+	size_t n = strlen(info->name);
+
+	if (n <= 5 || strcmp(info->name + n - 5, "-ping"))
+		return;
+	snprintf(svc, sizeof(svc), "%.*s", (int)(n - 5), info->name);
+	svc_print(k, NULL, svc, NULL, info->pred.lport, supervise_pid(svc));
+}
+
 const struct svc_kind svc_redis_cluster = {
 	.name = "redis-cluster",
 	.summary = "cluster bus PINGs answered with the node's PONG (xps-clusterd)",
@@ -150,4 +164,5 @@ const struct svc_kind svc_redis_cluster = {
 	.example =
 "xpsctl service redis-cluster --port 7001 --max-age 1000\n",
 	.setup = cluster_setup,
+	.list_unlabelled = cluster_list_unlabelled,
 };
