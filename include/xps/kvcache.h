@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The key-value cache of the Redis and memcached handlers
- * (bpf/lib/kvcache.bpf.h), as their fillers (services/*/xps-*d.c), xpsctl and the tests
+ * (bpf/lib/kvcache.bpf.h), as their fillers (xps-redisd, xps-memcachedd), xpsctl and the tests
  * see it.  Plain C: compiled by clang -target bpf and by the host
  * compiler, which must agree byte for byte (the _Static_asserts below) and
  * compute the same key hash.

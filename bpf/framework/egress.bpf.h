@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The egress step, on both TCP backends: xps_tc_egress counts the replies
+ * a service sends (docs/ordering.md), captures the ones handlers asked
+ * for, releases answered writes on the native backend, and completes the
+ * stock backend's RESET.  Part of xps_framework.bpf.c.
+ */
+#ifndef __XPS_FW_EGRESS_BPF_H
+#define __XPS_FW_EGRESS_BPF_H
+
+/* Swap source and destination MAC and IP addresses of the packet. */
+static __always_inline void swap_addrs(struct __sk_buff *skb, __u8 family,
+				       __u32 l3)
+{
+	__u8 mac[ETH_ALEN];
+	struct ethhdr eth;
+
+	if (!bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth))) {
+		__builtin_memcpy(mac, eth.h_dest, ETH_ALEN);
+		__builtin_memcpy(eth.h_dest, eth.h_source, ETH_ALEN);
+		__builtin_memcpy(eth.h_source, mac, ETH_ALEN);
+		bpf_skb_store_bytes(skb, 0, &eth, sizeof(eth), 0);
+	}
+	if (family == AF_INET) {
+		__u32 s4, d4;
+
+		__u32 so = l3 + offsetof(struct iphdr, saddr);
+		__u32 da = l3 + offsetof(struct iphdr, daddr);
+
+		if (!bpf_skb_load_bytes(skb, so, &s4, 4) &&
+		    !bpf_skb_load_bytes(skb, da, &d4, 4)) {
+			bpf_skb_store_bytes(skb, so, &d4, 4, 0);
+			bpf_skb_store_bytes(skb, da, &s4, 4, 0);
+		}
+	} else {
+		__u8 s6[16], d6[16];
+
+		if (!bpf_skb_load_bytes(skb, l3 + 8, s6, 16) &&
+		    !bpf_skb_load_bytes(skb, l3 + 24, d6, 16)) {
+			bpf_skb_store_bytes(skb, l3 + 8, d6, 16, 0);
+			bpf_skb_store_bytes(skb, l3 + 24, s6, 16, 0);
+		}
+	}
+}
+
+/*
+ * The native hook has no sk_msg, so answered writes are released here, on
+ * segments that carry bytes the service wrote (the caller checks): a pure
+ * ACK also leaves when the service has merely read a write, before
+ * executing it, and a kernel reply decided before a write arrived may
+ * still be leaving after the service read that write.
+ */
+static __always_inline void egress_release(struct __sk_buff *skb,
+					   struct xps_conn *conn)
+{
+	struct xps_config *cfg = config();
+	struct bpf_sock *bsk = skb->sk;
+	struct tcp_sock___xps *tp;
+
+	if (!cfg || cfg->backend_tcp != XPS_BACKEND_NATIVE || !bsk)
+		return;
+	tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(bsk);
+	if (tp)
+		release_writes(cfg, conn, tp);
+}
+
+/*
+ * Counting the service's replies (docs/ordering.md).  Every segment the
+ * connection sends passes here, in sequence order, before any qdisc:
+ * bytes before conn->eg_seq were accounted for already (retransmissions);
+ * the first conn->kr_bytes after it are replies from the kernel; the rest
+ * are the service's, fed to the reply framing of the connection's
+ * protocol, one byte at a time but for the data it can skip unread.
+ */
+#define XPS_EG_WIN	64
+/* bpf_loop iterations per segment: a 64 KiB GSO segment of short values */
+#define XPS_EG_STEPS	(1 << 18)
+
+struct eg_walk {
+	struct __sk_buff *skb;
+	struct xps_conn *conn;
+	__u32 off;		/* next skb offset to account for */
+	__u32 end;
+	__u32 woff;		/* next byte in win */
+	__u32 wlen;		/* bytes in win */
+	int lost;
+	__u8 win[XPS_EG_WIN];
+};
+
+static long eg_step(__u32 i, void *ctx)
+{
+	struct eg_walk *w = ctx;
+	struct xps_conn *conn = w->conn;
+	struct xps_reply *rp = &conn->rp;
+	__u32 left, k, nobody;
+	int r;
+	__u8 c;
+
+	if (w->off >= w->end)
+		return 1;
+	left = w->end - w->off;
+	if (rp->skip) {
+		k = rp->skip < left ? rp->skip : left;
+		rp->skip -= k;
+		w->off += k;
+		w->wlen = 0;
+		if (rp->skip)
+			return 0;
+		r = xps_reply_skipped(rp);
+	} else {
+		if (w->woff >= w->wlen) {
+			k = left < XPS_EG_WIN ? left : XPS_EG_WIN;
+			barrier_var(k);
+			if (k < 1 || k > XPS_EG_WIN)	/* only for the verifier */
+				return 1;
+			if (bpf_skb_load_bytes(w->skb, w->off, w->win, k)) {
+				w->lost = 1;
+				return 1;
+			}
+			w->wlen = k;
+			w->woff = 0;
+		}
+		c = w->win[w->woff & (XPS_EG_WIN - 1)];
+		w->woff++;
+		w->off++;
+		/* a reply begins that no request asked for */
+		if (xps_reply_idle(rp) && conn->owed == conn->answered) {
+			w->lost = 1;
+			return 1;
+		}
+		nobody = conn->nobody >> (conn->answered & XPS_NOBODY_MASK);
+		r = xps_reply_byte(rp, c, nobody & 1);
+	}
+	if (r == XPS_RB_ERR) {
+		w->lost = 1;
+		return 1;
+	}
+	if (r == XPS_RB_DONE)
+		conn->answered++;
+	return 0;
+}
+
+/*
+ * The reply a handler asked for (xps_capture_reply()), when it is the
+ * first reply in this segment and ends in it: the segment's service bytes
+ * from its start, up to XPS_CAP_REPLY_MAX, go to the slot's capture ring;
+ * user space finds where the reply ends.  Decided from what the walk
+ * counted, not inside it: the walk's bpf_loop verifies only as long as
+ * its state stays small.
+ */
+static __always_inline void capture_emit(struct __sk_buff *skb,
+					 struct xps_conn *conn, __u64 cookie,
+					 __u32 cap, __u32 start, __u32 end)
+{
+	__u32 len = end - start, slot = conn->slot, n;
+	struct xps_cap_reply *rec;
+	void *ring;
+
+	ring = bpf_map_lookup_elem(&xps_caps, &slot);
+	if (!ring)
+		return;
+	rec = bpf_ringbuf_reserve(ring, sizeof(*rec), 0);
+	if (!rec)
+		return;
+	/*
+	 * Only for the verifier: the length is read back from the record,
+	 * a fresh scalar.  Used as a size straight from the offsets, it
+	 * would make them precise back into the walk.
+	 */
+	rec->h.len = len < XPS_CAP_REPLY_MAX ? len : XPS_CAP_REPLY_MAX;
+	n = *(volatile __u16 *)&rec->h.len;
+	if (n < 1 || n > XPS_CAP_REPLY_MAX ||
+	    bpf_skb_load_bytes(skb, start, rec->b, n)) {
+		bpf_ringbuf_discard(rec, 0);
+		return;
+	}
+	rec->h.cookie = cookie;
+	rec->h.time_ns = bpf_ktime_get_ns();
+	rec->h.reply = cap;
+	rec->h.kind = XPS_CAP_REPLY;
+	bpf_ringbuf_submit(rec, 0);
+}
+
+/*
+ * Returns whether the segment carries bytes the service wrote and egress
+ * had not seen (when the count is lost: whether it carries data at all).
+ */
+static __always_inline int egress_count(struct __sk_buff *skb,
+					struct xps_conn *conn, __u64 cookie,
+					const struct tcphdr *th, __u32 payload)
+{
+	struct eg_walk w = { .skb = skb, .conn = conn };
+	__u32 seq, end, k, cap, first;
+	int idle;
+
+	if ((conn->flags & (XPS_CONN_UNCOUNTED | XPS_CONN_EGRESS)) !=
+	    XPS_CONN_EGRESS)
+		return 1;
+	seq = bpf_ntohl(th->seq);
+	end = seq + payload;
+	if ((__s32)(seq - conn->eg_seq) > 0) {
+		/* bytes were sent that egress never saw */
+		xps__lose_count(conn);
+		return 1;
+	}
+	if ((__s32)(end - conn->eg_seq) <= 0)
+		return 0;	/* a retransmission */
+	w.off = skb->len - (end - conn->eg_seq);
+	w.end = skb->len;
+	k = end - conn->eg_seq;
+	if (k > conn->kr_bytes)
+		k = conn->kr_bytes;
+	conn->kr_bytes -= k;
+	w.off += k;
+	conn->eg_seq = end;
+	if (w.off >= w.end)
+		return 0;	/* nothing but kernel replies */
+	first = conn->answered + 1;	/* the first reply starting here */
+	idle = xps_reply_idle(&conn->rp);
+	k = w.off;
+	bpf_loop(XPS_EG_STEPS, eg_step, &w, 0);
+	if (w.lost || w.off < w.end) {
+		xps__lose_count(conn);
+		return 1;
+	}
+	cap = conn->cap_reply;
+	if (cap && cap == first && idle && (__s32)(conn->answered - cap) >= 0)
+		capture_emit(skb, conn, cookie, cap, k, w.end);
+	return 1;
+}
+
+/* The transport header offset of a TCP segment, 0 if it is not one. */
+static __always_inline __u32 tcp_l4_off(struct __sk_buff *skb)
+{
+	__u32 l3 = sizeof(struct ethhdr);
+
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct iphdr ip;
+
+		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)) ||
+		    ip.protocol != IPPROTO_TCP)
+			return 0;
+		return l3 + ip.ihl * 4;
+	}
+	if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr ip6;
+
+		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)) ||
+		    ip6.nexthdr != IPPROTO_TCP)
+			return 0;
+		return l3 + sizeof(ip6);
+	}
+	return 0;
+}
+
+/*
+ * Every segment a recorded TCP connection sends, on both backends: the
+ * service's reply bytes are counted (egress_count()) and, natively,
+ * answered writes released (egress_release()).
+ *
+ * Then RESET on the stock backend.  A stream verdict program can only pass,
+ * drop or redirect, so the handler's RESET drops the request and marks the
+ * connection; the next segment the socket sends (at the latest the delayed
+ * ACK of that request) is turned into an RST for the client, and a mirrored
+ * RST (seq = the socket's rcv_nxt, which the segment's ack_seq carries) is
+ * injected on ingress so the server's socket is closed too.
+ */
+SEC("tc")
+int xps_tc_egress(struct __sk_buff *skb)
+{
+	__u32 l3 = sizeof(struct ethhdr), l4, payload;
+	struct xps_conn *conn;
+	struct tcphdr th;
+	__u16 old_flags, new_flags;
+	__u64 cookie;
+	__u8 family;
+
+	cookie = bpf_get_socket_cookie(skb);
+	if (!cookie)
+		return TC_ACT_OK;
+	conn = bpf_map_lookup_elem(&xps_conns, &cookie);
+	if (!conn)
+		return TC_ACT_OK;
+	l4 = tcp_l4_off(skb);
+	if (!l4 || bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
+		return TC_ACT_OK;
+	payload = skb->len - l4 - th.doff * 4;
+	/* bytes the service wrote, not a bare ACK or a kernel reply
+	 * (egress_release())
+	 */
+	if (payload && payload <= skb->len &&
+	    egress_count(skb, conn, cookie, &th, payload) && conn->unacked)
+		egress_release(skb, conn);
+	if (!conn->reset_pending)
+		return TC_ACT_OK;
+	family = skb->protocol == bpf_htons(ETH_P_IP) ? AF_INET : AF_INET6;
+	conn->reset_pending = 0;
+
+	/* 16-bit word 6 of the TCP header holds data offset and flags */
+	__builtin_memcpy(&old_flags, TCP_FLAGS_AT(&th), 2);
+
+	/*
+	 * Mirror: swap addresses, ports and seq/ack.  Swapping 32-bit
+	 * aligned fields leaves the one's complement sums unchanged, so only
+	 * the flag change needs a checksum update.
+	 */
+	{
+		struct tcphdr m = th;
+
+		m.source = th.dest;
+		m.dest = th.source;
+		m.seq = th.ack_seq;
+		m.ack_seq = th.seq;
+		m.fin = 0;
+		m.syn = 0;
+		m.psh = 0;
+		m.ack = 0;
+		m.urg = 0;
+		m.rst = 1;
+		__builtin_memcpy(&new_flags, TCP_FLAGS_AT(&m), 2);
+		m.check = th.check;
+		if (bpf_skb_store_bytes(skb, l4, &m, sizeof(m), 0) ||
+		    bpf_l4_csum_replace(skb, l4 + XPS_TCPHDR_CSUM_OFF,
+					old_flags, new_flags, 2))
+			goto forward;
+		swap_addrs(skb, family, l3);
+		bpf_clone_redirect(skb, skb->ifindex, BPF_F_INGRESS);
+		/* undo the mirror for the segment that goes to the client */
+		swap_addrs(skb, family, l3);
+		if (bpf_skb_load_bytes(skb, l4, &m, sizeof(m)))
+			return TC_ACT_SHOT;
+		th.check = m.check;
+		if (bpf_skb_store_bytes(skb, l4, &th, sizeof(th), 0) ||
+		    bpf_l4_csum_replace(skb, l4 + 16, new_flags, old_flags, 2))
+			return TC_ACT_SHOT;
+	}
+forward:
+	/* RST|ACK at the socket's snd_nxt: the client accepts it exactly */
+	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
+		return TC_ACT_OK;
+	__builtin_memcpy(&old_flags, TCP_FLAGS_AT(&th), 2);
+	th.rst = 1;
+	th.psh = 0;
+	th.fin = 0;
+	th.ack = 1;
+	__builtin_memcpy(&new_flags, TCP_FLAGS_AT(&th), 2);
+	bpf_skb_store_bytes(skb, l4 + XPS_TCPHDR_FLAGS_OFF, &new_flags, 2, 0);
+	bpf_l4_csum_replace(skb, l4 + XPS_TCPHDR_CSUM_OFF, old_flags, new_flags,
+			    2);
+	return TC_ACT_OK;
+}
+
+#endif /* __XPS_FW_EGRESS_BPF_H */
