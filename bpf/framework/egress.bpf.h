@@ -8,37 +8,29 @@
 #ifndef __XPS_FW_EGRESS_BPF_H
 #define __XPS_FW_EGRESS_BPF_H
 
-/* Swap source and destination MAC and IP addresses of the packet. */
-static __always_inline void swap_addrs(struct __sk_buff *skb, __u8 family,
-				       __u32 l3)
+/* Swap the source and destination addresses (MAC and IP) of the frame. */
+static __always_inline void swap_addrs(struct __sk_buff *skb,
+				       const struct xps__ip *h)
 {
-	__u8 mac[ETH_ALEN];
 	struct ethhdr eth;
 
 	if (!bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth))) {
-		__builtin_memcpy(mac, eth.h_dest, ETH_ALEN);
-		__builtin_memcpy(eth.h_dest, eth.h_source, ETH_ALEN);
-		__builtin_memcpy(eth.h_source, mac, ETH_ALEN);
+		xps__swap_eth(&eth);
 		bpf_skb_store_bytes(skb, 0, &eth, sizeof(eth), 0);
 	}
-	if (family == AF_INET) {
-		__u32 s4, d4;
+	if (h->family == AF_INET) {
+		struct iphdr ip;
 
-		__u32 so = l3 + offsetof(struct iphdr, saddr);
-		__u32 da = l3 + offsetof(struct iphdr, daddr);
-
-		if (!bpf_skb_load_bytes(skb, so, &s4, 4) &&
-		    !bpf_skb_load_bytes(skb, da, &d4, 4)) {
-			bpf_skb_store_bytes(skb, so, &d4, 4, 0);
-			bpf_skb_store_bytes(skb, da, &s4, 4, 0);
+		if (!bpf_skb_load_bytes(skb, h->l3, &ip, sizeof(ip))) {
+			xps__swap_ip4(&ip);
+			bpf_skb_store_bytes(skb, h->l3, &ip, sizeof(ip), 0);
 		}
 	} else {
-		__u8 s6[16], d6[16];
+		struct ipv6hdr ip6;
 
-		if (!bpf_skb_load_bytes(skb, l3 + 8, s6, 16) &&
-		    !bpf_skb_load_bytes(skb, l3 + 24, d6, 16)) {
-			bpf_skb_store_bytes(skb, l3 + 8, d6, 16, 0);
-			bpf_skb_store_bytes(skb, l3 + 24, s6, 16, 0);
+		if (!bpf_skb_load_bytes(skb, h->l3, &ip6, sizeof(ip6))) {
+			xps__swap_ip6(&ip6);
+			bpf_skb_store_bytes(skb, h->l3, &ip6, sizeof(ip6), 0);
 		}
 	}
 }
@@ -229,30 +221,6 @@ static __always_inline int egress_count(struct __sk_buff *skb,
 	return 1;
 }
 
-/* The transport header offset of a TCP segment, 0 if it is not one. */
-static __always_inline __u32 tcp_l4_off(struct __sk_buff *skb)
-{
-	__u32 l3 = sizeof(struct ethhdr);
-
-	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		struct iphdr ip;
-
-		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)) ||
-		    ip.protocol != IPPROTO_TCP)
-			return 0;
-		return l3 + ip.ihl * 4;
-	}
-	if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr ip6;
-
-		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)) ||
-		    ip6.nexthdr != IPPROTO_TCP)
-			return 0;
-		return l3 + sizeof(ip6);
-	}
-	return 0;
-}
-
 /*
  * Every segment a recorded TCP connection sends, on both backends: the
  * service's reply bytes are counted (egress_count()) and, natively,
@@ -268,12 +236,12 @@ static __always_inline __u32 tcp_l4_off(struct __sk_buff *skb)
 SEC("tc")
 int xps_tc_egress(struct __sk_buff *skb)
 {
-	__u32 l3 = sizeof(struct ethhdr), l4, payload;
-	struct xps_conn *conn;
-	struct tcphdr th;
 	__u16 old_flags, new_flags;
+	struct xps_conn *conn;
+	struct xps__ip h;
+	struct tcphdr th;
+	__u32 l4, payload;
 	__u64 cookie;
-	__u8 family;
 
 	cookie = bpf_get_socket_cookie(skb);
 	if (!cookie)
@@ -281,8 +249,10 @@ int xps_tc_egress(struct __sk_buff *skb)
 	conn = bpf_map_lookup_elem(&xps_conns, &cookie);
 	if (!conn)
 		return TC_ACT_OK;
-	l4 = tcp_l4_off(skb);
-	if (!l4 || bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
+	if (xps__ip_parse(skb, &h) || h.proto != IPPROTO_TCP)
+		return TC_ACT_OK;
+	l4 = h.l4;
+	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
 		return TC_ACT_OK;
 	payload = skb->len - l4 - th.doff * 4;
 	/* bytes the service wrote, not a bare ACK or a kernel reply
@@ -293,7 +263,6 @@ int xps_tc_egress(struct __sk_buff *skb)
 		egress_release(skb, conn);
 	if (!conn->reset_pending)
 		return TC_ACT_OK;
-	family = skb->protocol == bpf_htons(ETH_P_IP) ? AF_INET : AF_INET6;
 	conn->reset_pending = 0;
 
 	/* 16-bit word 6 of the TCP header holds data offset and flags */
@@ -323,10 +292,10 @@ int xps_tc_egress(struct __sk_buff *skb)
 		    bpf_l4_csum_replace(skb, l4 + XPS_TCPHDR_CSUM_OFF,
 					old_flags, new_flags, 2))
 			goto forward;
-		swap_addrs(skb, family, l3);
+		swap_addrs(skb, &h);
 		bpf_clone_redirect(skb, skb->ifindex, BPF_F_INGRESS);
 		/* undo the mirror for the segment that goes to the client */
-		swap_addrs(skb, family, l3);
+		swap_addrs(skb, &h);
 		if (bpf_skb_load_bytes(skb, l4, &m, sizeof(m)))
 			return TC_ACT_SHOT;
 		th.check = m.check;

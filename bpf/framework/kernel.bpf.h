@@ -34,7 +34,6 @@ struct sk_buff___xps {
 #define XPS_TCPHDR_FLAGS_OFF	12
 #define XPS_TCPHDR_CSUM_OFF	offsetof(struct tcphdr, check)
 #define TCP_FLAGS_AT(th)	((__u8 *)(th) + XPS_TCPHDR_FLAGS_OFF)
-#define XPS_IP_FRAG_MASK	0x3fff	/* IP_MF | IP_OFFSET: a fragment */
 
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 

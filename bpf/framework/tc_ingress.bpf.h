@@ -14,8 +14,8 @@
  * so the segment itself is queued on the plain socket path.
  */
 static __always_inline void drain_tcp(struct __sk_buff *skb,
-				      struct xps_config *cfg, __u32 l3,
-				      __u32 l4, __u8 family, __u32 l4_len)
+				      struct xps_config *cfg,
+				      const struct xps__ip *h)
 {
 	struct bpf_sock_tuple tuple = {};
 	struct tcp_sock___xps *tp;
@@ -26,30 +26,22 @@ static __always_inline void drain_tcp(struct __sk_buff *skb,
 
 	if (bpf_ktime_get_ns() - cfg->drain_since_ns < XPS_DRAIN_GRACE_NS)
 		return;
-	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
+	if (bpf_skb_load_bytes(skb, h->l4, &th, sizeof(th)))
 		return;
 	/* only data segments: a request/response client sends one only
 	 * after it got every answer it waits for
 	 */
-	if (l4_len <= th.doff * 4)
+	if (h->l4_len <= th.doff * 4)
 		return;
-	if (family == AF_INET) {
-		struct iphdr ip;
-
-		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)))
-			return;
-		tuple.ipv4.saddr = ip.saddr;
-		tuple.ipv4.daddr = ip.daddr;
+	if (h->family == AF_INET) {
+		tuple.ipv4.saddr = h->v4.saddr;
+		tuple.ipv4.daddr = h->v4.daddr;
 		tuple.ipv4.sport = th.source;
 		tuple.ipv4.dport = th.dest;
 		tsz = sizeof(tuple.ipv4);
 	} else {
-		struct ipv6hdr ip6;
-
-		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)))
-			return;
-		__builtin_memcpy(tuple.ipv6.saddr, &ip6.saddr, 16);
-		__builtin_memcpy(tuple.ipv6.daddr, &ip6.daddr, 16);
+		__builtin_memcpy(tuple.ipv6.saddr, &h->v6.saddr, 16);
+		__builtin_memcpy(tuple.ipv6.daddr, &h->v6.daddr, 16);
 		tuple.ipv6.sport = th.source;
 		tuple.ipv6.dport = th.dest;
 		tsz = sizeof(tuple.ipv6);
@@ -77,59 +69,36 @@ static __always_inline void drain_tcp(struct __sk_buff *skb,
 SEC("tc")
 int xps_tc_ingress(struct __sk_buff *skb)
 {
-	__u32 l3 = sizeof(struct ethhdr), l4, slot;
 	struct xps_pred_key key = {};
 	struct xps_config *cfg;
 	struct xps_run *run;
+	struct xps__ip h;
 	struct udphdr uh;
-	__u32 ulen;
+	__u32 ulen, l4, slot;
 	int sub, nested;
 
 	cfg = config();
 	if (!cfg || cfg->backend_udp != XPS_BACKEND_TC)
 		return TC_ACT_OK;
-	key.proto = IPPROTO_UDP;
-	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		struct iphdr ip;
-
-		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)))
-			return TC_ACT_OK;
-		if (ip.protocol == IPPROTO_TCP &&
-		    (cfg->flags & XPS_CFG_DRAINING)) {
-			l4 = ip.ihl * 4;
-			drain_tcp(skb, cfg, l3, l3 + l4, AF_INET,
-				  bpf_ntohs(ip.tot_len) - l4);
-			return TC_ACT_OK;
-		}
-		if (ip.protocol != IPPROTO_UDP)
-			return TC_ACT_OK;
-		/* fragments go to the socket: only it can reassemble */
-		if (ip.frag_off & bpf_htons(XPS_IP_FRAG_MASK))
-			return TC_ACT_OK;
-		key.family = AF_INET;
-		set_v4(key.laddr, ip.daddr);
-		set_v4(key.raddr, ip.saddr);
-		l4 = l3 + ip.ihl * 4;
-	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr ip6;
-
-		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)))
-			return TC_ACT_OK;
-		if (ip6.nexthdr == IPPROTO_TCP &&
-		    (cfg->flags & XPS_CFG_DRAINING)) {
-			drain_tcp(skb, cfg, l3, l3 + sizeof(ip6), AF_INET6,
-				  bpf_ntohs(ip6.payload_len));
-			return TC_ACT_OK;
-		}
-		if (ip6.nexthdr != IPPROTO_UDP)
-			return TC_ACT_OK;
-		key.family = AF_INET6;
-		__builtin_memcpy(key.laddr, &ip6.daddr, 16);
-		__builtin_memcpy(key.raddr, &ip6.saddr, 16);
-		l4 = l3 + sizeof(ip6);
-	} else {
+	if (xps__ip_parse(skb, &h))
+		return TC_ACT_OK;
+	if (h.proto == IPPROTO_TCP && (cfg->flags & XPS_CFG_DRAINING)) {
+		drain_tcp(skb, cfg, &h);
 		return TC_ACT_OK;
 	}
+	/* fragments go to the socket: only it can reassemble */
+	if (h.proto != IPPROTO_UDP || h.frag)
+		return TC_ACT_OK;
+	key.proto = IPPROTO_UDP;
+	key.family = h.family;
+	if (h.family == AF_INET) {
+		set_v4(key.laddr, h.v4.daddr);
+		set_v4(key.raddr, h.v4.saddr);
+	} else {
+		__builtin_memcpy(key.laddr, &h.v6.daddr, 16);
+		__builtin_memcpy(key.raddr, &h.v6.saddr, 16);
+	}
+	l4 = h.l4;
 	if (bpf_skb_load_bytes(skb, l4, &uh, sizeof(uh)))
 		return TC_ACT_OK;
 	ulen = bpf_ntohs(uh.len);
@@ -147,7 +116,7 @@ int xps_tc_ingress(struct __sk_buff *skb)
 	}
 	run->proto = IPPROTO_UDP;
 	run->family = key.family;
-	run->l3_off = l3;
+	run->l3_off = h.l3;
 	run->l4_off = l4;
 	run->payload_off = l4 + sizeof(uh);
 	run->payload_len = ulen - sizeof(uh);

@@ -40,6 +40,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "internal/run.bpf.h"
+#include "internal/packet.bpf.h"
 #include "proto/reply.bpf.h"
 
 /* The roles, in the order they build on each other */

@@ -130,12 +130,11 @@ def test_pass_drop_tx_tcp():
         srv.close()
 
 
-@test
-def test_reset_tcp():
-    srv = Listener(P + 5)
+def reset_round(port, family, host):
+    srv = Listener(port, family=family)
     try:
-        name = attach("verdict", P + 5)
-        c = tcp_client(P + 5, accepted_by=srv)
+        name = attach("verdict", port)
+        c = tcp_client(port, host, accepted_by=srv)
         eq(echo_round(c, b"Tx"), b"Tx", "TX before RESET")
         c.sendall(b"Rbye")
         t = time.time()
@@ -149,9 +148,22 @@ def test_reset_tcp():
         wait_for(lambda: srv.conns and all(x.fileno() == -1 for x in srv.conns),
                  what="service side closed")
         eq(srv.bytes, 0, "listener bytes")
-        print("    reset seen by the client after %.0f ms" % ((time.time() - t) * 1000))
+        print("    reset over %s seen by the client after %.0f ms"
+              % (host, (time.time() - t) * 1000))
     finally:
         srv.close()
+
+
+@test
+def test_reset_tcp():
+    reset_round(P + 5, socket.AF_INET, "127.0.0.1")
+
+
+@test
+def test_reset_tcp_ipv6():
+    """The stock backend's RESET mirrors the segment with the addresses of
+    an IPv6 header swapped."""
+    reset_round(P + 40, socket.AF_INET6, "::1")
 
 
 @test

@@ -19,6 +19,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "../internal/run.bpf.h"
+#include "../internal/packet.bpf.h"
 
 /* Fold a 32-bit one's complement sum into the 16-bit checksum. */
 static __always_inline __u16 xps__csum_fold(__u64 sum)
@@ -66,14 +67,7 @@ static __always_inline int xps__tc_bounce(struct __sk_buff *skb,
 	if (bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)) ||
 	    bpf_skb_load_bytes(skb, l4, &uh, sizeof(uh)))
 		return -1;
-	/* swap link-layer addresses */
-	{
-		__u8 mac[ETH_ALEN];
-
-		__builtin_memcpy(mac, eth.h_dest, ETH_ALEN);
-		__builtin_memcpy(eth.h_dest, eth.h_source, ETH_ALEN);
-		__builtin_memcpy(eth.h_source, mac, ETH_ALEN);
-	}
+	xps__swap_eth(&eth);
 	tmp16 = uh.source;
 	uh.source = uh.dest;
 	uh.dest = tmp16;
@@ -82,13 +76,10 @@ static __always_inline int xps__tc_bounce(struct __sk_buff *skb,
 
 	if (run->family == AF_INET) {
 		struct iphdr ip;
-		__u32 a;
 
 		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)))
 			return -1;
-		a = ip.saddr;
-		ip.saddr = ip.daddr;
-		ip.daddr = a;
+		xps__swap_ip4(&ip);
 		ip.tot_len = bpf_htons(l4 - l3 + udp_len);
 		ip.ttl = 64;
 		ip.check = 0;
@@ -101,13 +92,10 @@ static __always_inline int xps__tc_bounce(struct __sk_buff *skb,
 		      bpf_htons(IPPROTO_UDP) + bpf_htons(udp_len);
 	} else {
 		struct ipv6hdr ip6;
-		struct in6_addr a;
 
 		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)))
 			return -1;
-		a = ip6.saddr;
-		ip6.saddr = ip6.daddr;
-		ip6.daddr = a;
+		xps__swap_ip6(&ip6);
 		ip6.payload_len = bpf_htons(udp_len);
 		ip6.hop_limit = 64;
 		if (bpf_skb_store_bytes(skb, l3, &ip6, sizeof(ip6), 0))
