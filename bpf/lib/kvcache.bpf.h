@@ -21,6 +21,7 @@
 #define __XPS_KVCACHE_BPF_H
 
 #include <xps/kvcache.h>
+#include "coherence.bpf.h"
 #include "stage.bpf.h"
 #include "kvsum.bpf.h"
 

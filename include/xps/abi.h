@@ -244,7 +244,7 @@ struct xps_conn {
 };
 
 /*
- * Unanswered writes by key (xps_note_write_key() in bpf/api/xps.bpf.h), for
+ * Unanswered writes by key (xps_note_write_key() in bpf/lib/coherence.bpf.h), for
  * the handlers that learn values from the server's replies: a GET of a
  * key may be learned while no write of its bucket, and no write of every
  * key (ovf), is unanswered, where xps_config.unacked_writes would wait
@@ -259,7 +259,7 @@ struct xps_wpend {
 
 /*
  * Reply capture.  A handler asks for the service's reply to a request it
- * passes (xps_capture_reply() in bpf/api/xps.bpf.h): its ARM record, with a
+ * passes (xps_capture_reply() in bpf/lib/coherence.bpf.h): its ARM record, with a
  * tag of its own, goes into the ring of its slot (xps_caps) before the
  * request reaches the service; when egress counts that reply
  * (docs/ordering.md), and it is the first reply of a segment and ends in
@@ -341,7 +341,7 @@ struct xps_config {
 	__u64 drain_since_ns;	/* XPS_CFG_DRAINING: bpf_ktime_get_ns() base */
 	/*
 	 * Cache coherence for handlers that serve a copy of the service's
-	 * data (see xps_note_write() in xps.bpf.h and docs/coherence.md):
+	 * data (see xps_note_write() in bpf/lib/coherence.bpf.h and docs/coherence.md):
 	 * TCP write requests passed to the service and not answered yet.
 	 * A filler fetches nothing while it is not 0.
 	 */
