@@ -221,6 +221,16 @@ static __always_inline int egress_count(struct __sk_buff *skb,
 	return 1;
 }
 
+/* The transport header offset of a TCP segment, 0 if it is not one. */
+static __always_inline __u32 tcp_l4_off(struct __sk_buff *skb)
+{
+	struct xps__ip h;
+
+	if (xps__ip_parse(skb, &h) || h.proto != IPPROTO_TCP)
+		return 0;
+	return h.l4;
+}
+
 /*
  * Every segment a recorded TCP connection sends, on both backends: the
  * service's reply bytes are counted (egress_count()) and, natively,
@@ -249,10 +259,8 @@ int xps_tc_egress(struct __sk_buff *skb)
 	conn = bpf_map_lookup_elem(&xps_conns, &cookie);
 	if (!conn)
 		return TC_ACT_OK;
-	if (xps__ip_parse(skb, &h) || h.proto != IPPROTO_TCP)
-		return TC_ACT_OK;
-	l4 = h.l4;
-	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
+	l4 = tcp_l4_off(skb);
+	if (!l4 || bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
 		return TC_ACT_OK;
 	payload = skb->len - l4 - th.doff * 4;
 	/* bytes the service wrote, not a bare ACK or a kernel reply
@@ -264,6 +272,11 @@ int xps_tc_egress(struct __sk_buff *skb)
 	if (!conn->reset_pending)
 		return TC_ACT_OK;
 	conn->reset_pending = 0;
+	/* parsed again here only: a family known through the count above
+	 * would have the verifier walk it once per family
+	 */
+	if (xps__ip_parse(skb, &h))
+		return TC_ACT_OK;
 
 	/* 16-bit word 6 of the TCP header holds data offset and flags */
 	__builtin_memcpy(&old_flags, TCP_FLAGS_AT(&th), 2);
