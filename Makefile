@@ -133,9 +133,12 @@ $(XPSCTL): $(CLI_OBJS) $(LIBXPS_A)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $(CLI_OBJS) $(LIBXPS_A) $(LIBBPF_LIBS)
 
-$(OUTPUT)/xps-%: daemons/xps-%.c daemons/filler.c daemons/filler.h daemons/resp.c daemons/resp.h $(LIBXPS_A) libxps/*.h include/xps/*.h
+# the daemons' common sources; unused ones (filler.c in xps-clusterd) are
+# dropped by --gc-sections
+DAEMON_SRCS := daemons/daemon.c daemons/reader.c daemons/resp.c daemons/filler.c
+$(OUTPUT)/xps-%: daemons/xps-%.c $(DAEMON_SRCS) daemons/*.h $(LIBXPS_A) libxps/*.h include/xps/*.h
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) -o $@ $< daemons/filler.c daemons/resp.c $(LIBXPS_A) $(LIBBPF_LIBS)
+	$(Q)$(CC) $(USER_CFLAGS) -ffunction-sections -Wl,--gc-sections -o $@ $< $(DAEMON_SRCS) $(LIBXPS_A) $(LIBBPF_LIBS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/xps \
