@@ -163,9 +163,13 @@ $(XPSCTL): $(CLI_OBJS) $(LIBXPS_A)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $(CLI_OBJS) $(LIBXPS_A) $(LIBBPF_LIBS)
 
-$(OUTPUT)/xps-%: xps-%.c daemons/filler.c daemons/filler.h daemons/resp.c daemons/resp.h $(LIBXPS_A) libxps/*.h include/xps/*.h $(SHARED_HDRS)
+# what the daemons share (daemons/); unused parts (filler.c in
+# xps-clusterd) are dropped by --gc-sections
+DAEMON_LIB_SRCS := daemons/daemon.c daemons/reader.c daemons/resp.c daemons/filler.c
+$(OUTPUT)/xps-%: xps-%.c $(DAEMON_LIB_SRCS) daemons/*.h $(LIBXPS_A) libxps/*.h include/xps/*.h $(SHARED_HDRS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) -Idaemons -o $@ $< daemons/filler.c daemons/resp.c $(LIBXPS_A) $(LIBBPF_LIBS)
+	$(Q)$(CC) $(USER_CFLAGS) -Idaemons -ffunction-sections -Wl,--gc-sections -o $@ $< \
+		$(DAEMON_LIB_SRCS) $(LIBXPS_A) $(LIBBPF_LIBS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/xps \

@@ -1,95 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* A minimal blocking RESP2 client for the fillers (see resp.h). */
-#include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
+/* A minimal blocking RESP2 client for the Redis daemons (see resp.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
-#include "filler.h"
 #include "resp.h"
-
-int resp_connect(struct conn *c, const char *host, const char *port)
-{
-	int gai_err;
-
-	c->len = c->pos = 0;
-	c->fd = filler_tcp_connect(host, port, 0, &gai_err);
-	if (gai_err) {
-		flog("cannot resolve %s:%s: %s", host, port, gai_strerror(gai_err));
-		return -1;
-	}
-	if (c->fd < 0) {
-		flog("cannot connect to Redis at %s:%s: %s", host, port,
-		       strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-static int fill_buf(struct conn *c)
-{
-	ssize_t n;
-
-	if (c->pos == c->len)
-		c->pos = c->len = 0;
-	if (c->len == sizeof(c->buf)) {
-		if (!c->pos)
-			return -1;
-		memmove(c->buf, c->buf + c->pos, c->len - c->pos);
-		c->len -= c->pos;
-		c->pos = 0;
-	}
-	n = read(c->fd, c->buf + c->len, sizeof(c->buf) - c->len);
-	if (n <= 0)
-		return -1;
-	c->len += n;
-	return 0;
-}
-
-/* One line without CRLF into @line. */
-int read_line(struct conn *c, char *line, size_t sz)
-{
-	char *nl;
-
-	for (;;) {
-		nl = memchr(c->buf + c->pos, '\n', c->len - c->pos);
-		if (nl)
-			break;
-		if (fill_buf(c))
-			return -1;
-	}
-	if ((size_t)(nl - (c->buf + c->pos)) >= sz)
-		return -1;
-	memcpy(line, c->buf + c->pos, nl - (c->buf + c->pos));
-	line[nl - (c->buf + c->pos)] = '\0';
-	if (nl > c->buf + c->pos && nl[-1] == '\r')
-		line[nl - (c->buf + c->pos) - 1] = '\0';
-	c->pos = nl - c->buf + 1;
-	return 0;
-}
-
-int read_bytes(struct conn *c, void *dst, size_t n)
-{
-	size_t got = 0, k;
-
-	while (got < n) {
-		if (c->pos == c->len && fill_buf(c))
-			return -1;
-		k = c->len - c->pos;
-		if (k > n - got)
-			k = n - got;
-		if (dst)
-			memcpy((char *)dst + got, c->buf + c->pos, k);
-		c->pos += k;
-		got += k;
-	}
-	return 0;
-}
 
 /*
  * One command in one write: a command split over several segments is one
@@ -205,22 +121,4 @@ int config_get(struct conn *c, const char *name, char *out, size_t sz)
 		return -1;
 	out[n > 0 ? n : 0] = '\0';
 	return 0;
-}
-
-int resp_set_timeout(struct conn *c, unsigned int ms)
-{
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-
-	if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
-	    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
-		return -1;
-	return 0;
-}
-
-void resp_close(struct conn *c)
-{
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
-	c->len = c->pos = 0;
 }

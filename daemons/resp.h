@@ -1,28 +1,15 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * A minimal blocking RESP2 client for the Redis fillers (xps-redisd,
- * xps-clusterd): one connection, one command at a time or pipelined.
+ * A minimal blocking RESP2 client for the Redis daemons (xps-redisd,
+ * xps-clusterd): one connection (reader.h), one command at a time or
+ * pipelined.
  */
 #ifndef __XPS_RESP_H
 #define __XPS_RESP_H
 
 #include <stddef.h>
+#include "reader.h"
 
-struct conn {
-	int fd;
-	char buf[65536];
-	size_t len, pos;
-};
-
-/* Connect to @host:@port with TCP_NODELAY.  0, or -1 after logging why. */
-int resp_connect(struct conn *c, const char *host, const char *port);
-/* Receive and send timeouts (SO_RCVTIMEO/SO_SNDTIMEO) of @ms. */
-int resp_set_timeout(struct conn *c, unsigned int ms);
-void resp_close(struct conn *c);
-/* One line without CRLF into @line. */
-int read_line(struct conn *c, char *line, size_t sz);
-/* @n bytes into @dst (NULL: skip them). */
-int read_bytes(struct conn *c, void *dst, size_t n);
 /*
  * One command in one write: a command split over several segments is one
  * whose boundaries the handler cannot see, and it then invalidates the

@@ -23,112 +23,22 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <netdb.h>
 #include <stddef.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "libxps.h"
+#include "daemon.h"
 #include "filler.h"
+#include "reader.h"
 #include "memcached.h"
 
-#define logmsg(...) flog("xps-memcachedd: " __VA_ARGS__)
+#define logmsg(...) daemon_log("xps-memcachedd: " __VA_ARGS__)
 #define UDP_QUIET_NS 1000000000ull
-
-static volatile sig_atomic_t stop;
-static int verbose;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
-
-struct mc {
-	int fd;
-	char buf[8192];
-	size_t len, pos;
-};
-
-static int mc_connect(struct mc *c, const char *host, const char *port)
-{
-	int gai_err;
-
-	c->len = c->pos = 0;
-	c->fd = filler_tcp_connect(host, port, 0, &gai_err);
-	if (gai_err) {
-		logmsg("cannot resolve %s:%s", host, port);
-		return -1;
-	}
-	if (c->fd < 0) {
-		logmsg("cannot connect to memcached at %s:%s: %s", host, port,
-		       strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-static int fill_buf(struct mc *c)
-{
-	ssize_t n;
-
-	if (c->pos == c->len)
-		c->pos = c->len = 0;
-	if (c->len == sizeof(c->buf)) {
-		memmove(c->buf, c->buf + c->pos, c->len - c->pos);
-		c->len -= c->pos;
-		c->pos = 0;
-		if (c->len == sizeof(c->buf))
-			return -1;
-	}
-	n = read(c->fd, c->buf + c->len, sizeof(c->buf) - c->len);
-	if (n <= 0)
-		return -1;
-	c->len += n;
-	return 0;
-}
-
-static int read_line(struct mc *c, char *line, size_t sz)
-{
-	char *nl;
-	size_t n;
-
-	while (!(nl = memchr(c->buf + c->pos, '\n', c->len - c->pos)))
-		if (fill_buf(c))
-			return -1;
-	n = nl - (c->buf + c->pos);
-	if (n && nl[-1] == '\r')
-		n--;
-	if (n >= sz)
-		return -1;
-	memcpy(line, c->buf + c->pos, n);
-	line[n] = '\0';
-	c->pos = nl - c->buf + 1;
-	return 0;
-}
-
-static int read_bytes(struct mc *c, void *dst, size_t n)
-{
-	size_t got = 0, k;
-
-	while (got < n) {
-		if (c->pos == c->len && fill_buf(c))
-			return -1;
-		k = c->len - c->pos < n - got ? c->len - c->pos : n - got;
-		if (dst)
-			memcpy((char *)dst + got, c->buf + c->pos, k);
-		c->pos += k;
-		got += k;
-	}
-	return 0;
-}
 
 static void not_cacheable(struct filler *f, const struct xps_kv_key *k)
 {
@@ -137,7 +47,7 @@ static void not_cacheable(struct filler *f, const struct xps_kv_key *k)
 }
 
 /* Fetch @k; 1 = retry later, 0 = done (filled or not cacheable), -1 = error. */
-static int fill_one(struct filler *f, struct mc *c, const struct xps_kv_key *k)
+static int fill_one(struct filler *f, struct conn *c, const struct xps_kv_key *k)
 {
 	struct xps_kv_value val = {};
 	char line[512], *p;
@@ -277,7 +187,7 @@ static int me_answer(char *line, unsigned long long *cas)
 #define ME_CMD(k)	(5 + (size_t)(k)->len)	/* "me <key>\r\n" */
 #define ME_CMD_MAX	(5 + MC_KEY_MAX)
 
-static int me_batch(struct mc *c, const struct xps_kv_key **k, int n,
+static int me_batch(struct conn *c, const struct xps_kv_key **k, int n,
 		    int *ok, unsigned long long *cas)
 {
 	char out[ME_BYTES + MC_KEY_MAX + 8], line[512];
@@ -299,14 +209,6 @@ static int me_batch(struct mc *c, const struct xps_kv_key **k, int n,
 		ok[i] = me_answer(line, &cas[i]);
 	}
 	return 0;
-}
-
-static __u64 mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
 /*
@@ -339,7 +241,7 @@ static unsigned int pend_head, pend_tail;
  * the get catch).  The replies taken (0: none now), or -1 when the
  * connection to memcached failed.
  */
-static int learn_batch(struct filler *f, struct mc *c, const char *why)
+static int learn_batch(struct filler *f, struct conn *c, const char *why)
 {
 	static struct xps_kv_learned l[ME_BATCH];
 	static struct xps_kv_value val[ME_BATCH];
@@ -383,18 +285,18 @@ static int learn_batch(struct filler *f, struct mc *c, const char *why)
 		p = &pend[pend_tail++ % PENDING];
 		p->l = l[i];
 		p->val = val[i];
-		p->at = mono_ns();
+		p->at = daemon_mono_ns();
 	}
 	return taken;
 }
 
 /* The second look at values learned over a second ago, a few at a time. */
-static int learn_due(struct filler *f, struct mc *c)
+static int learn_due(struct filler *f, struct conn *c)
 {
 	unsigned long long mcas[ME_BATCH];
 	const struct xps_kv_key *k[ME_BATCH];
 	int ok[ME_BATCH], n = 0, i;
-	__u64 now = mono_ns();
+	__u64 now = daemon_mono_ns();
 	struct pending *p;
 	size_t bytes = 0;
 
@@ -427,7 +329,7 @@ static int learn_due(struct filler *f, struct mc *c)
  * see: fetch one (fill_one()), keeping the filler's idle state.  -1 when
  * the connection to memcached failed, else 0.
  */
-static int fetch_miss(struct filler *f, struct mc *c, const char *why)
+static int fetch_miss(struct filler *f, struct conn *c, const char *why)
 {
 	struct xps_kv_key k;
 	int r;
@@ -517,7 +419,7 @@ static int mc_stat(struct mc_seen *s, bool settings, const char *name,
  * the rest of what it read, so the two are not sent in one write): then
  * only s->auth is set.
  */
-static int mc_check(struct mc *c, struct mc_seen *s)
+static int mc_check(struct conn *c, struct mc_seen *s)
 {
 	static const char *const cmd[] = { "stats", "stats settings" };
 	char line[512], *val;
@@ -581,12 +483,13 @@ struct watch {
 static int watch_open(struct watch *w, const char *host, const char *port,
 		      char *err, size_t errsz)
 {
-	struct mc m = { .len = 0 };
+	struct conn m;
 	char line[128];
 	int gai_err, fl;
 
 	w->bol = true;
-	m.fd = filler_tcp_connect(host, port, 1000, &gai_err);
+	m.len = m.pos = 0;
+	m.fd = daemon_tcp_connect(host, port, 1000, &gai_err);
 	if (m.fd < 0) {
 		snprintf(err, errsz, "cannot connect: %s",
 			 gai_err ? gai_strerror(gai_err) : strerror(errno));
@@ -697,39 +600,6 @@ static int watch_drain(struct filler *f, struct watch *w)
 	return 0;
 }
 
-struct mc_addr {
-	struct mc *c;
-	const char *host, *port;
-};
-
-static int mc_connect_cb(void *arg)
-{
-	struct mc_addr *a = arg;
-
-	return mc_connect(a->c, a->host, a->port);
-}
-
-/* (Re)connect to memcached: filler_reconnect(). */
-static int connect_mc(struct filler *f, struct mc *c, const char *host,
-		      const char *port, const char *why)
-{
-	struct mc_addr a = { c, host, port };
-
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
-	return filler_reconnect(f, MC_NO_SERVE, why, mc_connect_cb, &a, &stop);
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-"Usage: xps-memcachedd --context NAME [--server HOST:PORT] [-v]\n"
-"Fills the cache of the XPS Memcached context NAME from memcached at\n"
-"HOST:PORT (default 127.0.0.1 and the context's port).  Runs until\n"
-"SIGTERM/SIGINT.\n");
-}
-
 _Static_assert(offsetof(struct mc_state, kv) == 0,
 	       "a kv-cache state begins with struct xps_kv_state");
 
@@ -742,211 +612,201 @@ static __s64 realtime_minus_mono(void)
 	return (r.tv_sec - m.tv_sec) * 1000000000LL + (r.tv_nsec - m.tv_nsec);
 }
 
-/*
- * The connection to memcached failed: log it, reconnect (filler_reconnect(),
- * with backoff) and forget the last state logged.  The eviction watch is
- * reopened too: memcached may have restarted.  -1: give up.
- */
-static int lost(struct filler *f, struct mc *c, struct watch *w,
-		const char *host, const char *port, const char *why,
-		char *last, size_t lastsz)
+/* ---- the daemon ------------------------------------------------------- */
+
+struct mcd {
+	struct daemon d;
+	struct filler f;
+	struct mc_state *st;
+	struct conn c;
+	struct watch w;
+	unsigned long long removed;	/* mc_seen's at the last check */
+	char why[200];		/* why the handler may not serve, or "" */
+	char werr[128], wlast[128];	/* why the watch is not open */
+};
+
+static int mc_connect_cb(void *arg)
 {
-	logmsg("%s: reconnecting", why);
-	watch_close(w);
-	if (connect_mc(f, c, host, port, why))
-		return -1;
-	snprintf(last, lastsz, "-");
+	struct mcd *x = arg;
+
+	return conn_connect(&x->c, x->d.host, x->d.port, "memcached");
+}
+
+/*
+ * (Re)connect to memcached: filler_reconnect().  The eviction watch is
+ * reopened too: memcached may have restarted.
+ */
+static int connect_mc(struct daemon *d, const char *why)
+{
+	struct mcd *x = daemon_of(d, struct mcd, d);
+
+	watch_close(&x->w);
+	conn_close(&x->c);
+	return filler_reconnect(&x->f, MC_NO_SERVE, why, mc_connect_cb, x);
+}
+
+/* An eviction memcached logged: invalidate at once. */
+static int mcd_poll(struct daemon *d)
+{
+	struct mcd *x = daemon_of(d, struct mcd, d);
+
+	if (x->w.fd >= 0 && watch_drain(&x->f, &x->w)) {
+		logmsg("the eviction watch closed: reopening it");
+		watch_close(&x->w);
+	}
+	return DAEMON_OK;
+}
+
+/* Five times a second: may the handler serve? */
+static int mcd_check(struct daemon *d)
+{
+	struct mcd *x = daemon_of(d, struct mcd, d);
+	int unseen = xps_kvcache__unseen_conns(x->f.kc);
+	__u64 last_udp_write;
+	struct mc_seen seen;
+	bool may_lift;
+	__u32 stops;
+
+	x->why[0] = '\0';
+	/* the kernel answers nothing meanwhile */
+	if (xps_kvcache__server_gone(x->f.kc))
+		return daemon_lost(d, NULL, "memcached's listening socket closed");
+	may_lift = filler_check_begin(&x->f, &stops);
+	/* a restarted memcached has lost what the cache holds */
+	if (mc_check(&x->c, &seen))
+		return daemon_lost(d, NULL, "memcached does not answer");
+	/*
+	 * Items memcached dropped since the last check (the watch may lag
+	 * by up to its logger's second, and does not see the slab mover's):
+	 * an item dropped before the counters were read is counted, so the
+	 * window is one check period.
+	 */
+	if (seen.removed != x->removed) {
+		xps_kvcache__invalidate(x->f.kc);
+		x->removed = seen.removed;
+	}
+	/* a connection the kernel serves must look alive */
+	xps_kvcache__idle_pass(x->f.kc, seen.idle_timeout * 1000000000ull / 2);
+	if (x->w.fd < 0 && !seen.auth) {
+		if (!watch_open(&x->w, d->host, d->port, x->werr,
+				sizeof(x->werr))) {
+			/* evictions until now were not watched */
+			xps_kvcache__invalidate(x->f.kc);
+			x->werr[0] = '\0';
+		}
+		if (strcmp(x->werr, x->wlast)) {
+			if (x->werr[0])
+				logmsg("cannot watch evictions (%s): they are seen at each check only",
+				       x->werr);
+			else
+				logmsg("watching evictions");
+			snprintf(x->wlast, sizeof(x->wlast), "%s", x->werr);
+		}
+	}
+	/* for flush_all with a unix time (see struct mc_state) */
+	__atomic_store_n(&x->st->realtime_minus_mono_ns, realtime_minus_mono(),
+			 __ATOMIC_RELAXED);
+	last_udp_write = __atomic_load_n(&x->st->last_udp_write_ns,
+					 __ATOMIC_RELAXED);
+	if (seen.auth)
+		snprintf(x->why, sizeof(x->why),
+			 "memcached requires authentication (SASL or -Y): the kernel cannot tell which connections authenticated");
+	else if (unseen < 0)
+		snprintf(x->why, sizeof(x->why), "cannot list connections");
+	else if (unseen)
+		snprintf(x->why, sizeof(x->why),
+			 "%d connection(s) made before the context: their writes bypass XPS",
+			 unseen);
+	else if (last_udp_write && d->now_ns - last_udp_write < UDP_QUIET_NS)
+		snprintf(x->why, sizeof(x->why),
+			 "a write arrived over UDP less than a second ago");
+	filler_check_end(&x->f, MC_NO_SERVE, stops, may_lift, x->why);
+	daemon_report(d, x->why);
+	return DAEMON_OK;
+}
+
+static int mcd_work(struct daemon *d)
+{
+	struct mcd *x = daemon_of(d, struct mcd, d);
+	int r;
+
+	r = x->why[0] ? 0 : learn_due(&x->f, &x->c);
+	if (r >= 0)
+		r = learn_batch(&x->f, &x->c, x->why) ?: r;
+	if (r > 0) {
+		filler_busy(&x->f);
+		return DAEMON_OK;
+	}
+	if (!r)
+		r = fetch_miss(&x->f, &x->c, x->why);
+	if (r < 0)
+		return daemon_lost(d, NULL, "lost the connection to memcached");
+	return DAEMON_OK;
+}
+
+static int mcd_start(struct daemon *d)
+{
+	struct mcd *x = daemon_of(d, struct mcd, d);
+
+	x->c.fd = -1;
+	x->w.fd = -1;
+	x->removed = ~0ULL;
+	snprintf(x->wlast, sizeof(x->wlast), "-");
+	if (filler_open(&x->f, d))
+		return 1;
+	x->st = xps_kvcache__state(x->f.kc);
 	return 0;
 }
 
-#define CHECK_NS	200000000ull	/* five checks a second */
+static void mcd_finish(struct daemon *d, int status)
+{
+	struct mcd *x = daemon_of(d, struct mcd, d);
+	struct watch *w = &x->w;
+
+	(void)status;
+	filler_stop(&x->f, MC_NO_SERVE);
+	logmsg("exiting: fills %llu, rejected %llu, not cached %llu, "
+	       "not cacheable %llu",
+	       (unsigned long long)x->f.fills,
+	       (unsigned long long)x->f.rejected,
+	       (unsigned long long)x->f.uncached,
+	       (unsigned long long)x->f.skipped);
+	logmsg("eviction watch: %llu invalidations, lag from eviction avg %llu us, max %llu us",
+	       (unsigned long long)w->bumps,
+	       (unsigned long long)(w->lags ? w->lag_sum_us / w->lags : 0),
+	       (unsigned long long)w->lag_max_us);
+	watch_close(w);
+	conn_close(&x->c);
+	filler_close(&x->f);
+}
+
+static const struct daemon_ops mcd_ops = {
+	.prog = "xps-memcachedd",
+	.synopsis = "--context NAME [--server HOST:PORT] [-v]",
+	.about =
+"Fills the cache of the XPS Memcached context NAME from memcached at\n"
+"HOST:PORT with the values of its own replies to the gets the kernel\n"
+"missed (over UDP, fetched with mg), and keeps the handler out while\n"
+"writes could bypass it (older connections, authentication, a write over\n"
+"UDP in the last second).\n",
+	.server = "memcached",
+	.status_file = true,
+	.serving = "serving gets from the kernel",
+	.not_serving = "not serving",
+	.check_ms = 200,
+	.start = mcd_start,
+	.reconnect = connect_mc,
+	.first_why = "connecting to memcached",
+	.poll = mcd_poll,
+	.check = mcd_check,
+	.work = mcd_work,
+	.finish = mcd_finish,
+};
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "context", required_argument, NULL, 'c' },
-		{ "server", required_argument, NULL, 's' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char host[256] = "127.0.0.1", port[16] = "", why[200] = "", last[200] = "-";
-	char werr[128] = "", wlast[128] = "-";
-	const char *name = NULL;
-	struct filler f;
-	struct mc_state *st;
-	struct mc c;
-	struct watch w = { .fd = -1 };
-	unsigned long long removed = ~0ULL;
-	__u64 last_check = 0, last_udp_write;
-	int o, r, ret = 1;
+	static struct mcd x;	/* in .bss: memcached's replies are buffered */
 
-	while ((o = getopt_long(argc, argv, "c:s:vh", opts, NULL)) != -1) {
-		switch (o) {
-		case 'c':
-			name = optarg;
-			break;
-		case 's':
-			if (filler_hostport(optarg, "--server", host, sizeof(host),
-					    port, sizeof(port)))
-				return 2;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (!name) {
-		usage(stderr);
-		return 2;
-	}
-	if (filler_open(&f, name))
-		return 1;
-	st = xps_kvcache__state(f.kc);
-	if (!port[0])
-		snprintf(port, sizeof(port), "%u", f.port);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGPIPE, SIG_IGN);
-	c.fd = -1;
-	if (connect_mc(&f, &c, host, port, "connecting to memcached"))
-		goto out;
-	logmsg("serving context '%s' for memcached at %s:%s", name, host, port);
-
-	while (!stop) {
-		__u64 now = mono_ns();
-
-		/* an eviction memcached logged: invalidate at once */
-		if (w.fd >= 0 && watch_drain(&f, &w)) {
-			logmsg("the eviction watch closed: reopening it");
-			watch_close(&w);
-		}
-		if (now - last_check > CHECK_NS) {
-			/* five times a second: may the handler serve? */
-			int unseen = xps_kvcache__unseen_conns(f.kc);
-			struct mc_seen seen;
-			bool may_lift;
-			__u32 stops;
-
-			last_check = now;
-			why[0] = '\0';
-			if (filler_context_gone(&f)) {
-				logmsg("context '%s' was removed: exiting", name);
-				break;
-			}
-			/* the kernel answers nothing meanwhile */
-			if (xps_kvcache__server_gone(f.kc)) {
-				if (lost(&f, &c, &w, host, port,
-					 "memcached's listening socket closed",
-					 last, sizeof(last)))
-					goto out;
-				continue;
-			}
-			may_lift = filler_check_begin(&f, &stops);
-			/* a restarted memcached has lost what the cache holds */
-			if (mc_check(&c, &seen)) {
-				if (lost(&f, &c, &w, host, port,
-					 "memcached does not answer", last,
-					 sizeof(last)))
-					goto out;
-				continue;
-			}
-			/*
-			 * Items memcached dropped since the last check (the
-			 * watch may lag by up to its logger's second, and
-			 * does not see the slab mover's): an item dropped
-			 * before the counters were read is counted, so the
-			 * window is one check period.
-			 */
-			if (seen.removed != removed) {
-				xps_kvcache__invalidate(f.kc);
-				removed = seen.removed;
-			}
-			/* a connection the kernel serves must look alive */
-			xps_kvcache__idle_pass(f.kc, seen.idle_timeout *
-					       1000000000ull / 2);
-			if (w.fd < 0 && !seen.auth) {
-				if (!watch_open(&w, host, port, werr,
-						sizeof(werr))) {
-					/* evictions until now were not watched */
-					xps_kvcache__invalidate(f.kc);
-					werr[0] = '\0';
-				}
-				if (strcmp(werr, wlast)) {
-					if (werr[0])
-						logmsg("cannot watch evictions (%s): they are seen at each check only",
-						       werr);
-					else
-						logmsg("watching evictions");
-					snprintf(wlast, sizeof(wlast), "%s", werr);
-				}
-			}
-			/* for flush_all with a unix time (see struct mc_state) */
-			__atomic_store_n(&st->realtime_minus_mono_ns,
-					 realtime_minus_mono(), __ATOMIC_RELAXED);
-			last_udp_write = __atomic_load_n(&st->last_udp_write_ns,
-							 __ATOMIC_RELAXED);
-			if (seen.auth)
-				snprintf(why, sizeof(why),
-					 "memcached requires authentication (SASL or -Y): the kernel cannot tell which connections authenticated");
-			else if (unseen < 0)
-				snprintf(why, sizeof(why), "cannot list connections");
-			else if (unseen)
-				snprintf(why, sizeof(why),
-					 "%d connection(s) made before the context: their writes bypass XPS",
-					 unseen);
-			else if (last_udp_write &&
-				 now - last_udp_write < UDP_QUIET_NS)
-				snprintf(why, sizeof(why),
-					 "a write arrived over UDP less than a second ago");
-			filler_check_end(&f, MC_NO_SERVE, stops, may_lift, why);
-			filler_status(&f, why[0] ? "degraded" : "running", why);
-			if (strcmp(why, last)) {
-				if (why[0])
-					logmsg("not serving: %s", why);
-				else
-					logmsg("serving gets from the kernel");
-				snprintf(last, sizeof(last), "%s", why);
-			}
-		}
-		r = why[0] ? 0 : learn_due(&f, &c);
-		if (r >= 0)
-			r = learn_batch(&f, &c, why) ?: r;
-		if (r > 0) {
-			filler_busy(&f);
-			continue;
-		}
-		if (!r)
-			r = fetch_miss(&f, &c, why);
-		if (r < 0 && lost(&f, &c, &w, host, port,
-				  "lost the connection to memcached", last,
-				  sizeof(last)))
-			goto out;
-	}
-	ret = 0;
-out:
-	/* without its filler the cache must not be trusted */
-	xps_kvcache__lease(f.kc, 0);
-	xps_kvcache__flags(f.kc, MC_NO_SERVE, 0);
-	filler_status(&f, "stopped", NULL);
-	logmsg("exiting: fills %llu, rejected %llu, not cached %llu, "
-	       "not cacheable %llu",
-	       (unsigned long long)f.fills, (unsigned long long)f.rejected,
-	       (unsigned long long)f.uncached,
-	       (unsigned long long)f.skipped);
-	logmsg("eviction watch: %llu invalidations, lag from eviction avg %llu us, max %llu us",
-	       (unsigned long long)w.bumps,
-	       (unsigned long long)(w.lags ? w.lag_sum_us / w.lags : 0),
-	       (unsigned long long)w.lag_max_us);
-	watch_close(&w);
-	if (c.fd >= 0)
-		close(c.fd);
-	filler_close(&f);
-	return ret;
+	x.d.ops = &mcd_ops;
+	return daemon_main(&x.d, argc, argv);
 }

@@ -70,7 +70,7 @@ static int cluster_setup(struct svc_setup *s)
 	/* the PING sub-context: the daemon keeps its PONG fresh */
 	snprintf(s->scratch[3], sizeof(s->scratch[3]), "%s", sub);
 	s->argv[n++] = s->scratch[3];
-	s->argv[n++] = "--redis";
+	s->argv[n++] = "--server";
 	s->argv[n++] = redis;
 	s->argv[n++] = "--bus-port";
 	s->argv[n++] = bus;

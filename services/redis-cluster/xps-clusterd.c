@@ -3,7 +3,7 @@
  * xps-clusterd: keeps the Redis Cluster PING handler's PONG template fresh,
  * for an unmodified redis-server 7.0.
  *
- *   xps-clusterd --context NAME --redis HOST:PORT [--bus-port M]
+ *   xps-clusterd --context NAME --server HOST:PORT [--bus-port M]
  *                [--max-age MS] [--interval MS] [--check] [-v]
  *
  * Every interval (100 ms) it proves the node alive and responsive: it sends
@@ -21,40 +21,30 @@
  * with the reason on stderr); xpsctl runs it before creating anything.
  */
 #include <errno.h>
-#include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 
 #include "libxps.h"
-#include "filler.h"
+#include "daemon.h"
 #include "resp.h"
 #include "redis_cluster.h"
 
-#define logmsg(...) flog("xps-clusterd: " __VA_ARGS__)
+#define logmsg(...) daemon_log("xps-clusterd: " __VA_ARGS__)
 #define PONG_BUF_MAX	65536	/* largest PONG read from the bus */
 #define NODES_BUF_MAX	(1 << 20)
 
-static volatile sig_atomic_t stop;
-static int verbose;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
-
 struct clusterd {
+	struct daemon d;	/* d.host, d.port: the node's client port */
 	struct xps_context *xc;	/* its data map holds the PONG template */
 	struct conn redis;
 	int bus_fd;
-	const char *host, *port;
+	unsigned int want_bus;	/* --bus-port, 0: none */
+	bool check;		/* --check */
 	unsigned int bus_port;
 	unsigned int interval_ms;
 	__u64 max_age_ns;
@@ -69,14 +59,6 @@ struct clusterd {
 	int nseen;
 	__u64 probes, failures;
 };
-
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static __u16 be16(const __u8 *p)
 {
@@ -113,13 +95,13 @@ static int check_config(struct clusterd *x, unsigned int want_bus)
 	long timeout_ms, cport;
 
 	if (config_get(&x->redis, "cluster-enabled", v, sizeof(v))) {
-		fprintf(stderr, "no answer from Redis at %s:%s\n", x->host, x->port);
+		fprintf(stderr, "no answer from Redis at %s:%s\n", x->d.host, x->d.port);
 		return -1;
 	}
 	if (strcmp(v, "yes")) {
 		fprintf(stderr,
 			"Redis at %s:%s is not in cluster mode (cluster-enabled is '%s')\n",
-			x->host, x->port, v);
+			x->d.host, x->d.port, v);
 		return -1;
 	}
 	if (config_get(&x->redis, "cluster-node-timeout", v, sizeof(v)))
@@ -129,11 +111,11 @@ static int check_config(struct clusterd *x, unsigned int want_bus)
 		return -1;
 	cport = strtol(v, NULL, 10);
 	if (cport <= 0)
-		cport = strtol(x->port, NULL, 10) + 10000;
+		cport = strtol(x->d.port, NULL, 10) + 10000;
 	if (want_bus && want_bus != cport) {
 		fprintf(stderr,
 			"--bus-port %u: Redis at %s:%s has its cluster bus on port %ld\n",
-			want_bus, x->host, x->port, cport);
+			want_bus, x->d.host, x->d.port, cport);
 		return -1;
 	}
 	x->bus_port = cport;
@@ -157,7 +139,7 @@ static int bus_connect(struct clusterd *x)
 	int gai_err;
 
 	snprintf(port, sizeof(port), "%u", x->bus_port);
-	x->bus_fd = filler_tcp_connect(x->host, port, ms, &gai_err);
+	x->bus_fd = daemon_tcp_connect(x->d.host, port, ms, &gai_err);
 	return x->bus_fd < 0 ? -1 : 0;
 }
 
@@ -414,7 +396,7 @@ static const char *round_once(struct clusterd *x)
 {
 	struct cluster_key k;
 	const char *why;
-	__u64 stamp = now_ns();
+	__u64 stamp = daemon_mono_ns();
 	int len;
 
 	len = probe(x);
@@ -427,7 +409,7 @@ static const char *round_once(struct clusterd *x)
 	}
 	/* the sender check needs the node's own name first */
 	if (refresh_nodes(x)) {
-		resp_close(&x->redis);
+		conn_close(&x->redis);
 		withdraw(x);
 		return "CLUSTER NODES failed";
 	}
@@ -441,172 +423,185 @@ static const char *round_once(struct clusterd *x)
 		logmsg("cannot write the PONG template: %s", strerror(errno));
 		return "map update failed";
 	}
-	if (verbose > 1)
+	if (x->d.verbose > 1)
 		logmsg("template of %u bytes, %d nodes known", x->tmpl.pong.len,
 		       x->nseen);
 	return NULL;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-"Usage: xps-clusterd --context NAME --redis HOST:PORT [--bus-port M]\n"
-"                    [--max-age MS] [--interval MS] [--check] [-v]\n"
-"Keeps the PONG template of the XPS Redis Cluster PING context NAME fresh\n"
-"for the node at HOST:PORT (cluster bus on M, default cluster-port or\n"
-"PORT + 10000); the kernel answers only while the template is younger than\n"
-"MS (default: half of cluster-node-timeout).  --check validates and exits.\n");
-}
+/* ---- the daemon ------------------------------------------------------- */
 
-int main(int argc, char **argv)
+static int clusterd_opt(struct daemon *d, int opt, const char *arg)
 {
-	static const struct option opts[] = {
-		{ "context", required_argument, NULL, 'c' },
-		{ "redis", required_argument, NULL, 'r' },
-		{ "bus-port", required_argument, NULL, 'b' },
-		{ "max-age", required_argument, NULL, 'm' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "check", no_argument, NULL, 'C' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	static struct clusterd x;
-	char host[256] = "", port[16] = "", last_why[200] = "-";
-	const char *name = NULL, *why;
-	unsigned int want_bus = 0;
-	__u8 rnd[CLUSTER_NAMELEN / 2];
-	int o, i, check = 0, ret = 1;
-	__u64 t0, left, last_gone_check = 0;
-	__u32 data_id;
+	struct clusterd *x = daemon_of(d, struct clusterd, d);
 
-	x.bus_fd = -1;
-	x.redis.fd = -1;
-	x.interval_ms = 100;
-	while ((o = getopt_long(argc, argv, "c:r:b:m:i:Cvh", opts, NULL)) != -1) {
-		switch (o) {
-		case 'c':
-			name = optarg;
-			break;
-		case 'r':
-			if (filler_hostport(optarg, "--redis", host, sizeof(host),
-					    port, sizeof(port)))
-				return 2;
-			break;
-		case 'b':
-			want_bus = strtoul(optarg, NULL, 10);
-			if (!want_bus || want_bus > 65535) {
-				fprintf(stderr, "--bus-port: 1 to 65535\n");
-				return 2;
-			}
-			break;
-		case 'm':
-			x.max_age_ns = strtoull(optarg, NULL, 10) * 1000000ull;
-			if (!x.max_age_ns) {
-				fprintf(stderr, "--max-age: milliseconds, at least 1\n");
-				return 2;
-			}
-			break;
-		case 'i':
-			x.interval_ms = strtoul(optarg, NULL, 10);
-			if (x.interval_ms < 10 || x.interval_ms > 10000) {
-				fprintf(stderr, "--interval: 10 to 10000 ms\n");
-				return 2;
-			}
-			break;
-		case 'C':
-			check = 1;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
+	switch (opt) {
+	case 'b':
+		x->want_bus = strtoul(arg, NULL, 10);
+		if (!x->want_bus || x->want_bus > 65535) {
+			fprintf(stderr, "--bus-port: 1 to 65535\n");
 			return 2;
 		}
+		return 0;
+	case 'm':
+		x->max_age_ns = strtoull(arg, NULL, 10) * 1000000ull;
+		if (!x->max_age_ns) {
+			fprintf(stderr, "--max-age: milliseconds, at least 1\n");
+			return 2;
+		}
+		return 0;
+	case 'i':
+		x->interval_ms = strtoul(arg, NULL, 10);
+		if (x->interval_ms < 10 || x->interval_ms > 10000) {
+			fprintf(stderr, "--interval: 10 to 10000 ms\n");
+			return 2;
+		}
+		return 0;
+	case 'C':
+		x->check = true;
+		return 0;
 	}
-	if ((!name && !check) || !host[0]) {
-		usage(stderr);
+	daemon_usage(d, stderr);
+	return 2;
+}
+
+static void clusterd_finish(struct daemon *d, int status)
+{
+	struct clusterd *x = daemon_of(d, struct clusterd, d);
+
+	if (!status)
+		logmsg("exiting after %llu probes (%llu unanswered)",
+		       (unsigned long long)x->probes,
+		       (unsigned long long)x->failures);
+	if (x->xc && xps_context__data_fd(x->xc) >= 0)
+		withdraw(x);	/* nobody vouches for the node any more */
+	xps_context__close(x->xc);
+	x->xc = NULL;
+	bus_close(x);
+	conn_close(&x->redis);
+}
+
+/*
+ * The node is checked (cluster mode, bus port, a PONG) before anything
+ * else; --check stops there.
+ */
+static int clusterd_start(struct daemon *d)
+{
+	struct clusterd *x = daemon_of(d, struct clusterd, d);
+	__u8 rnd[CLUSTER_NAMELEN / 2];
+	int i, ret = 1;
+
+	if (!d->context && !x->check) {
+		daemon_usage(d, stderr);
 		return 2;
 	}
-	x.host = host;
-	x.port = port;
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
 		return 1;
 	for (i = 0; i < (int)sizeof(rnd); i++)
-		snprintf(x.probe_name + 2 * i, 3, "%02x", rnd[i]);
+		snprintf(x->probe_name + 2 * i, 3, "%02x", rnd[i]);
 
-	if (resp_connect(&x.redis, host, port) ||
-	    resp_set_timeout(&x.redis, 1000)) {
-		fprintf(stderr, "cannot talk to Redis at %s:%s\n", host, port);
-		goto out;
+	if (conn_connect(&x->redis, d->host, d->port, "Redis") ||
+	    conn_set_timeout(&x->redis, 1000)) {
+		fprintf(stderr, "cannot talk to Redis at %s:%s\n", d->host,
+			d->port);
+		goto fail;
 	}
-	if (check_config(&x, want_bus))
-		goto out;
-	if (probe(&x) <= 0) {
-		fprintf(stderr, "no PONG from the cluster bus at %s:%u\n", host,
-			x.bus_port);
-		goto out;
+	if (check_config(x, x->want_bus))
+		goto fail;
+	if (probe(x) <= 0) {
+		fprintf(stderr, "no PONG from the cluster bus at %s:%u\n",
+			d->host, x->bus_port);
+		goto fail;
 	}
-	if (check) {
+	if (x->check) {
 		ret = 0;
-		goto out;
+		goto fail;
 	}
-	x.xc = xps_context__open(name);
-	if (!x.xc || xps_context__data_fd(x.xc) < 0) {
-		logmsg("no context '%s' with a data map", name);
-		goto out;
+	x->xc = xps_context__open(d->context);
+	if (!x->xc || xps_context__data_fd(x->xc) < 0) {
+		logmsg("no context '%s' with a data map", d->context);
+		goto fail;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGPIPE, SIG_IGN);
+	d->data_id = daemon_data_map_id(x->xc);
 	logmsg("context '%s': node %s:%s, bus port %u, max age %llu ms, probe every %u ms as %.40s",
-	       name, host, port, x.bus_port,
-	       (unsigned long long)(x.max_age_ns / 1000000), x.interval_ms,
-	       x.probe_name);
-
-	data_id = filler_data_map_id(x.xc);
-	while (!stop) {
-		t0 = now_ns();
-		if (t0 - last_gone_check >= 1000000000ull) {
-			/* once a second: removed, or replaced by another? */
-			last_gone_check = t0;
-			if (filler_context_gone_id(name, data_id)) {
-				logmsg("context '%s' was removed: exiting", name);
-				break;
-			}
-		}
-		if (x.redis.fd < 0 && resp_connect(&x.redis, host, port) == 0)
-			resp_set_timeout(&x.redis, 1000);
-		why = x.redis.fd < 0 ? "no connection to Redis" : round_once(&x);
-		if (!why)
-			why = "";
-		if (strcmp(why, last_why)) {
-			if (why[0])
-				logmsg("not answering: %s", why);
-			else
-				logmsg("answering PINGs with the node's PONG");
-			snprintf(last_why, sizeof(last_why), "%s", why);
-		}
-		left = t0 + x.interval_ms * 1000000ull - now_ns();
-		if (left < x.interval_ms * 1000000ull) {
-			struct timespec ts = { left / 1000000000ull,
-					       left % 1000000000ull };
-
-			nanosleep(&ts, NULL);
-		}
-	}
-	ret = 0;
-	logmsg("exiting after %llu probes (%llu unanswered)",
-	       (unsigned long long)x.probes, (unsigned long long)x.failures);
-out:
-	if (x.xc && xps_context__data_fd(x.xc) >= 0)
-		withdraw(&x);	/* nobody vouches for the node any more */
-	xps_context__close(x.xc);
-	bus_close(&x);
-	resp_close(&x.redis);
+	       d->context, d->host, d->port, x->bus_port,
+	       (unsigned long long)(x->max_age_ns / 1000000), x->interval_ms,
+	       x->probe_name);
+	return 0;
+fail:
+	clusterd_finish(d, -1);
 	return ret;
+}
+
+/* One round every interval: the template, or why there is none. */
+static int clusterd_work(struct daemon *d)
+{
+	struct clusterd *x = daemon_of(d, struct clusterd, d);
+	__u64 t0 = d->now_ns, left;
+	const char *why;
+
+	if (x->redis.fd < 0 &&
+	    conn_connect(&x->redis, d->host, d->port, "Redis") == 0)
+		conn_set_timeout(&x->redis, 1000);
+	why = x->redis.fd < 0 ? "no connection to Redis" : round_once(x);
+	daemon_report(d, why ? why : "");
+	left = t0 + x->interval_ms * 1000000ull - daemon_mono_ns();
+	if (left < x->interval_ms * 1000000ull) {
+		struct timespec ts = { left / 1000000000ull,
+				       left % 1000000000ull };
+
+		nanosleep(&ts, NULL);
+	}
+	return DAEMON_OK;
+}
+
+static const struct option clusterd_opts[] = {
+	{ "bus-port", required_argument, NULL, 'b' },
+	{ "max-age", required_argument, NULL, 'm' },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "check", no_argument, NULL, 'C' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct daemon_ops clusterd_ops = {
+	.prog = "xps-clusterd",
+	.synopsis = "--context NAME --server HOST:PORT [--bus-port M]\n"
+"                    [--max-age MS] [--interval MS] [--check] [-v]",
+	.about =
+"Keeps the PONG template of the XPS Redis Cluster PING context NAME fresh\n"
+"for the node at HOST:PORT: the kernel answers the cluster bus's PINGs\n"
+"only while the template is younger than the maximum age.\n",
+	.own_help =
+"  -b, --bus-port M        the node's cluster bus port (default: its\n"
+"                          cluster-port, or PORT + 10000); checked\n"
+"  -m, --max-age MS        the template's maximum age (default: half the\n"
+"                          node's cluster-node-timeout)\n"
+"  -i, --interval MS       how often the node is probed, 10 to 10000\n"
+"                          (default 100)\n"
+"  -C, --check             check the node and probe it once, then exit\n"
+"                          (0, or 1 with the reason); needs no context\n",
+	.server = "the Redis Cluster node",
+	.opts = clusterd_opts,
+	.shortopts = "b:m:i:C",
+	.opt = clusterd_opt,
+	.server_required = true,
+	.context_optional = true,
+	.redis_alias = true,
+	.serving = "answering PINGs with the node's PONG",
+	.not_serving = "not answering",
+	.check_ms = 1000,
+	.start = clusterd_start,
+	.work = clusterd_work,
+	.finish = clusterd_finish,
+};
+
+int main(int argc, char **argv)
+{
+	static struct clusterd x;	/* in .bss: over a MiB of buffers */
+
+	x.d.ops = &clusterd_ops;
+	x.bus_fd = -1;
+	x.redis.fd = -1;
+	x.interval_ms = 100;
+	return daemon_main(&x.d, argc, argv);
 }

@@ -28,7 +28,7 @@ static int redis_setup(struct svc_setup *s)
 	s->argv[0] = s->daemon;
 	s->argv[1] = "--context";
 	s->argv[2] = s->name;
-	s->argv[3] = "--redis";
+	s->argv[3] = "--server";
 	s->argv[4] = addr;
 	s->argv[5] = NULL;
 	return 0;

@@ -3,7 +3,7 @@
  * xps-redisd: keeps the Redis handler's cache filled and honest, for an
  * unmodified redis-server.
  *
- *   xps-redisd --context NAME [--redis HOST:PORT] [-v]
+ *   xps-redisd --context NAME [--server HOST:PORT] [-v]
  *
  * It learns values from Redis's own replies: when a GET misses, the handler
  * reads the cache generation and the key's version, checks that no write
@@ -17,41 +17,28 @@
  * client older than the context, no unix socket, not a replica, no
  * eviction, no password); otherwise it sets REDIS_NO_SERVE and says why.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "libxps.h"
+#include "daemon.h"
 #include "filler.h"
 #include "resp.h"
 #include "redis.h"
 
-#define logmsg(...) flog("xps-redisd: " __VA_ARGS__)
-
-static volatile sig_atomic_t stop;
-static int verbose;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
+#define logmsg(...) daemon_log("xps-redisd: " __VA_ARGS__)
 
 /* ---- serving decision ------------------------------------------------ */
 
 struct ctx {
+	struct daemon d;
 	struct filler f;
 	struct conn redis;
 	size_t seg;		/* bytes a write to Redis may carry */
@@ -330,41 +317,32 @@ static int check_server(struct ctx *x, bool check_monitors_now)
 	return 0;
 }
 
-struct redis_addr {
-	struct ctx *x;
-	const char *host, *port;
-};
-
 /* PTTLs per write stay within one segment: see learn_batch() */
 #define LEARN_BYTES	2000	/* XPS_SCRATCH (2048) */
 
 static int redis_connect_cb(void *arg)
 {
-	struct redis_addr *a = arg;
+	struct ctx *x = arg;
 	int mss = 0;
 	socklen_t len = sizeof(mss);
 
-	if (resp_connect(&a->x->redis, a->host, a->port))
+	if (conn_connect(&x->redis, x->d.host, x->d.port, "Redis"))
 		return -1;
 	/* loopback's MSS is 64 KiB; a 1500-byte MTU path's about 1,448 */
-	if (getsockopt(a->x->redis.fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) ||
+	if (getsockopt(x->redis.fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) ||
 	    mss < 536)
 		mss = 536;
-	a->x->seg = (size_t)mss < LEARN_BYTES ? (size_t)mss : LEARN_BYTES;
+	x->seg = (size_t)mss < LEARN_BYTES ? (size_t)mss : LEARN_BYTES;
 	return 0;
 }
 
 /* (Re)connect to Redis: filler_reconnect(). */
-static int connect_redis(struct ctx *x, const char *host, const char *port,
-			 const char *why)
+static int connect_redis(struct daemon *d, const char *why)
 {
-	struct redis_addr a = { x, host, port };
+	struct ctx *x = daemon_of(d, struct ctx, d);
 
-	if (x->redis.fd >= 0)
-		close(x->redis.fd);
-	x->redis.fd = -1;
-	return filler_reconnect(&x->f, REDIS_NO_SERVE, why, redis_connect_cb,
-				&a, &stop);
+	conn_close(&x->redis);
+	return filler_reconnect(&x->f, REDIS_NO_SERVE, why, redis_connect_cb, x);
 }
 
 /* ---- learning values from Redis's replies ------------------------------ */
@@ -455,7 +433,7 @@ static void learn_one(struct ctx *x, const struct xps_kv_learned *l,
 	}
 	err = xps_kvcache__learn_commit(x->f.kc, l, val);
 	filler_committed(&x->f, &l->key, err);
-	if (!err && verbose > 1)
+	if (!err && x->d.verbose > 1)
 		logmsg("learned %.*s (%u bytes)", (int)l->key.len, l->key.b,
 		       val->len);
 }
@@ -589,139 +567,97 @@ static int learn_batch(struct ctx *x)
 	return taken;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-"Usage: xps-redisd --context NAME [--redis HOST:PORT] [-v]\n"
-"Fills the cache of the XPS Redis context NAME from the Redis server at\n"
-"HOST:PORT (default 127.0.0.1 and the context's port) and keeps the\n"
-"handler out while writes could bypass it.  Runs until SIGTERM/SIGINT.\n");
-}
+/* ---- the daemon ------------------------------------------------------- */
 
-int main(int argc, char **argv)
+/* Once a second: may the handler serve? */
+static int redisd_check(struct daemon *d)
 {
-	static const struct option opts[] = {
-		{ "context", required_argument, NULL, 'c' },
-		{ "redis", required_argument, NULL, 'r' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char host[256] = "127.0.0.1", port[16] = "", last_why[400] = "-";
-	const char *name = NULL;
-	struct ctx x = {};
-	struct timespec last_check = { 0, 0 }, now;
-	int o, r, ret = 1;
+	struct ctx *x = daemon_of(d, struct ctx, d);
 	bool may_lift;
 	__u32 seen;
 
-	while ((o = getopt_long(argc, argv, "c:r:vh", opts, NULL)) != -1) {
-		switch (o) {
-		case 'c':
-			name = optarg;
-			break;
-		case 'r':
-			if (filler_hostport(optarg, "--redis", host, sizeof(host),
-					    port, sizeof(port)))
-				return 2;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (!name) {
-		usage(stderr);
-		return 2;
-	}
-	if (filler_open(&x.f, name))
-		return 1;
-	if (!port[0])
-		snprintf(port, sizeof(port), "%u", x.f.port);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGPIPE, SIG_IGN);
-	x.redis.fd = -1;
-	if (connect_redis(&x, host, port, "connecting to Redis"))
-		goto out;
-	logmsg("serving context '%s' for Redis at %s:%s", name, host, port);
+	if (xps_kvcache__server_gone(x->f.kc))
+		/* the kernel answers nothing meanwhile */
+		return daemon_lost(d, "Redis's listening socket closed: dropping the cache",
+				   "Redis's listening socket closed (restarted?)");
+	may_lift = filler_check_begin(&x->f, &seen);
+	if (check_server(x, seen & REDIS_NO_SERVE))
+		/* closed, or an error reply (BUSY, LOADING) */
+		return daemon_lost(d, "Redis failed a check: reconnecting",
+				   "Redis failed a check (restarted, busy or loading?)");
+	filler_check_end(&x->f, REDIS_NO_SERVE, seen, may_lift, x->why);
+	daemon_report(d, x->why);
+	if (d->verbose)
+		logmsg("learned %llu, not cacheable %llu",
+		       (unsigned long long)x->f.fills,
+		       (unsigned long long)x->f.skipped);
+	return DAEMON_OK;
+}
 
-	while (!stop) {
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec != last_check.tv_sec) {
-			/* once a second: may the handler serve? */
-			last_check = now;
-			if (filler_context_gone(&x.f)) {
-				logmsg("context '%s' was removed: exiting", name);
-				break;
-			}
-			if (xps_kvcache__server_gone(x.f.kc)) {
-				/* the kernel answers nothing meanwhile */
-				logmsg("Redis's listening socket closed: dropping the cache");
-				if (connect_redis(&x, host, port,
-						  "Redis's listening socket closed (restarted?)"))
-					goto out;
-				snprintf(last_why, sizeof(last_why), "-");
-				continue;
-			}
-			may_lift = filler_check_begin(&x.f, &seen);
-			if (check_server(&x, seen & REDIS_NO_SERVE)) {
-				/* closed, or an error reply (BUSY, LOADING) */
-				logmsg("Redis failed a check: reconnecting");
-				if (connect_redis(&x, host, port,
-						  "Redis failed a check (restarted, busy or loading?)"))
-					goto out;
-				snprintf(last_why, sizeof(last_why), "-");
-				continue;
-			}
-			filler_check_end(&x.f, REDIS_NO_SERVE, seen, may_lift,
-					 x.why);
-			filler_status(&x.f, x.why[0] ? "degraded" : "running",
-				      x.why);
-			if (strcmp(x.why, last_why)) {
-				if (x.why[0])
-					logmsg("not serving: %s", x.why);
-				else
-					logmsg("serving GETs from the kernel");
-				snprintf(last_why, sizeof(last_why), "%s", x.why);
-			}
-			if (verbose)
-				logmsg("learned %llu, not cacheable %llu",
-				       (unsigned long long)x.f.fills,
-				       (unsigned long long)x.f.skipped);
-		}
-		r = learn_batch(&x);
-		if (!r) {
-			filler_idle(&x.f);
-			continue;
-		}
-		filler_busy(&x.f);
-		if (r < 0) {
-			logmsg("lost the connection to Redis: reconnecting");
-			if (connect_redis(&x, host, port,
-					  "lost the connection to Redis"))
-				goto out;
-			snprintf(last_why, sizeof(last_why), "-");
-		}
+static int redisd_work(struct daemon *d)
+{
+	struct ctx *x = daemon_of(d, struct ctx, d);
+	int r = learn_batch(x);
+
+	if (!r) {
+		filler_idle(&x->f);
+		return DAEMON_OK;
 	}
-	ret = 0;
-out:
-	/* without its filler the cache must not be trusted */
-	xps_kvcache__flags(x.f.kc, REDIS_NO_SERVE, 0);
-	xps_kvcache__lease(x.f.kc, 0);
-	filler_status(&x.f, "stopped", NULL);
+	filler_busy(&x->f);
+	if (r < 0)
+		return daemon_lost(d, "lost the connection to Redis: reconnecting",
+				   "lost the connection to Redis");
+	return DAEMON_OK;
+}
+
+static int redisd_start(struct daemon *d)
+{
+	struct ctx *x = daemon_of(d, struct ctx, d);
+
+	x->redis.fd = -1;
+	return filler_open(&x->f, d) ? 1 : 0;
+}
+
+static void redisd_finish(struct daemon *d, int status)
+{
+	struct ctx *x = daemon_of(d, struct ctx, d);
+
+	(void)status;
+	filler_stop(&x->f, REDIS_NO_SERVE);
 	logmsg("exiting: learned %llu, not cacheable %llu, not cached %llu",
-	       (unsigned long long)x.f.fills,
-	       (unsigned long long)x.f.skipped,
-	       (unsigned long long)x.f.uncached);
-	if (x.redis.fd >= 0)
-		close(x.redis.fd);
-	filler_close(&x.f);
-	return ret;
+	       (unsigned long long)x->f.fills,
+	       (unsigned long long)x->f.skipped,
+	       (unsigned long long)x->f.uncached);
+	conn_close(&x->redis);
+	filler_close(&x->f);
+}
+
+static const struct daemon_ops redisd_ops = {
+	.prog = "xps-redisd",
+	.synopsis = "--context NAME [--server HOST:PORT] [-v]",
+	.about =
+"Fills the cache of the XPS Redis context NAME from the Redis server at\n"
+"HOST:PORT with the values of its own replies to the GETs the kernel\n"
+"missed, and keeps the handler out while writes could bypass it (a\n"
+"password, a unix socket, a replica, eviction, older clients...).\n",
+	.server = "Redis",
+	.redis_alias = true,
+	.status_file = true,
+	.serving = "serving GETs from the kernel",
+	.not_serving = "not serving",
+	.check_ms = 1000,
+	.start = redisd_start,
+	.reconnect = connect_redis,
+	.first_why = "connecting to Redis",
+	.check = redisd_check,
+	.work = redisd_work,
+	.finish = redisd_finish,
+};
+
+int main(int argc, char **argv)
+{
+	static struct ctx x;	/* in .bss: Redis's replies are buffered */
+
+	x.d.ops = &redisd_ops;
+	return daemon_main(&x.d, argc, argv);
 }
