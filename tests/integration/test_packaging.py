@@ -110,6 +110,10 @@ def test_control_fields():
     errors = [l for l in lint.splitlines() if l.startswith("E:")]
     if errors:
         raise AssertionError("lintian errors:\n" + "\n".join(errors))
+    # every program shipped has its man page
+    unmanned = [l for l in lint.splitlines() if "no-manual-page" in l]
+    if unmanned:
+        raise AssertionError("programs without a man page:\n" + "\n".join(unmanned))
 
 
 @test
