@@ -7,6 +7,7 @@
  * when the last context is gone.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <mntent.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -28,8 +29,6 @@
 #include "internal.h"
 #include "xps_framework.skel.h"
 
-#define PIN(name) XPS_PIN_ROOT "/" name
-
 /* Maps the framework pins by name, all removed on teardown. */
 static const char *const fw_maps[] = {
 	"xps_stash", "xps_stash_zero", "xps_config", "xps_preds", "xps_masks", "xps_slots", "xps_ctxinfo",
@@ -38,15 +37,15 @@ static const char *const fw_maps[] = {
 	"xps_wpend", "xps_servers",
 };
 
-#define LINK_SOCKOPS	PIN("link_sockops")
-#define LINK_NATIVE_TCP	PIN("link_native_tcp")
-#define LINK_NATIVE_UDP	PIN("link_native_udp")
-#define LINK_LISTEN_CLOSE PIN("link_listen_close")
-#define PROG_VERDICT	PIN("prog_stream_verdict")
-#define PROG_MSG	PIN("prog_msg_verdict")
-#define PROG_SOCKOPS	PIN("prog_sockops")
-#define PROG_TC_IN	PIN("prog_tc_ingress")
-#define PROG_TC_OUT	PIN("prog_tc_egress")
+#define LINK_SOCKOPS	XPS_FW_PIN("link_sockops")
+#define LINK_NATIVE_TCP	XPS_FW_PIN("link_native_tcp")
+#define LINK_NATIVE_UDP	XPS_FW_PIN("link_native_udp")
+#define LINK_LISTEN_CLOSE XPS_FW_PIN("link_listen_close")
+#define PROG_VERDICT	XPS_FW_PIN("prog_stream_verdict")
+#define PROG_MSG	XPS_FW_PIN("prog_msg_verdict")
+#define PROG_SOCKOPS	XPS_FW_PIN("prog_sockops")
+#define PROG_TC_IN	XPS_FW_PIN("prog_tc_ingress")
+#define PROG_TC_OUT	XPS_FW_PIN("prog_tc_egress")
 
 /* TC filter identity of the stock backend's programs ("XP") */
 #define XPS_TC_HANDLE	0x5850
@@ -164,7 +163,7 @@ int fw_lock(struct xps_fw *fw)
 {
 	int err;
 
-	memset(fw, 0xff, sizeof(*fw));	/* every fd -1 */
+	fw_init(fw);
 	libxps_route_libbpf();
 	if (geteuid() != 0 && access("/sys/fs/bpf", W_OK)) {
 		pr_warn("managing XPS contexts needs root (CAP_BPF, CAP_NET_ADMIN and access to /sys/fs/bpf)\n");
@@ -193,6 +192,14 @@ int fw_lock(struct xps_fw *fw)
 	return 0;
 }
 
+/* fw_lock(), then fw_open(): fw_unlock() after either way. */
+int fw_lock_open(struct xps_fw *fw)
+{
+	int err = fw_lock(fw);
+
+	return err ? err : fw_open(fw);
+}
+
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -212,7 +219,7 @@ void fw_unlock(struct xps_fw *fw)
 		close_fd(fds[i]);
 	if (fw->lock_fd >= 0) {
 		/* fw_lock() creates the directory: leave none behind */
-		if (access(PIN("xps_config"), F_OK))
+		if (access(XPS_FW_PIN("xps_config"), F_OK))
 			rmdir(XPS_PIN_ROOT);
 		flock(fw->lock_fd, LOCK_UN);
 		close(fw->lock_fd);
@@ -222,9 +229,13 @@ void fw_unlock(struct xps_fw *fw)
 
 static int get_pinned(const char *name, int *fd)
 {
-	char path[128];
+	char path[PATH_MAX];
+	int err;
 
-	snprintf(path, sizeof(path), XPS_PIN_ROOT "/%s", name);
+	*fd = -1;
+	err = xps_pin_path(path, sizeof(path), NULL, name);
+	if (err)
+		return err;
 	*fd = bpf_obj_get(path);
 	return *fd < 0 ? -errno : 0;
 }
@@ -283,7 +294,7 @@ int fw_open(struct xps_fw *fw)
 	__u32 zero = 0;
 	int err;
 
-	if (access(PIN("xps_config"), F_OK))
+	if (access(XPS_FW_PIN("xps_config"), F_OK))
 		return -ENOENT;
 	err = get_pinned("xps_config", &fw->config);
 	if (!err && (err = check_config_map(fw->config))) {
@@ -626,20 +637,19 @@ static void fw_progs_detach(struct xps_fw *fw)
 
 static void unpin_all(void)
 {
-	char path[128];
+	char path[PATH_MAX];
 	size_t i;
 
-	for (i = 0; i < sizeof(fw_maps) / sizeof(fw_maps[0]); i++) {
-		snprintf(path, sizeof(path), XPS_PIN_ROOT "/%s", fw_maps[i]);
-		unlink(path);
-	}
+	for (i = 0; i < sizeof(fw_maps) / sizeof(fw_maps[0]); i++)
+		if (!xps_pin_path(path, sizeof(path), NULL, fw_maps[i]))
+			unlink(path);
 	for (i = 0; i < N_FW_PROGS; i++) {
 		if (fw_progs[i].link_pin)
 			unlink(fw_progs[i].link_pin);
 		if (fw_progs[i].pin)
 			unlink(fw_progs[i].pin);
 	}
-	rmdir(XPS_PIN_ROOT "/ctx");
+	rmdir(XPS_PIN_CTX_DIR);
 	rmdir(XPS_PIN_ROOT);
 }
 
@@ -985,15 +995,15 @@ int xps_framework__status(struct xps_status *st)
 			      &st->native_available);
 	if (err)
 		return libxps_err(err);
-	memset(&fw, 0xff, sizeof(fw));	/* every fd -1 */
-	if (access(PIN("xps_config"), F_OK))
+	fw_init(&fw);
+	if (access(XPS_FW_PIN("xps_config"), F_OK))
 		return 0;
 	err = fw_lock(&fw);
 	if (!err)
 		err = fw_open(&fw);
 	if (!err)
 		fw_teardown_if_unused(&fw);	/* finish a drain that is over */
-	if (!err && !access(PIN("xps_config"), F_OK)) {
+	if (!err && !access(XPS_FW_PIN("xps_config"), F_OK)) {
 		st->loaded = true;
 		st->draining = fw_flags(&fw) & XPS_CFG_DRAINING;
 		st->enrolled = enrolled(&fw);

@@ -149,7 +149,7 @@ static int ring_attach(struct xps_kvcache *kc, __u32 slot)
 	int err;
 
 	kc->slot = slot;
-	kc->caps_fd = bpf_obj_get(XPS_PIN_ROOT "/xps_caps");
+	kc->caps_fd = bpf_obj_get(XPS_FW_PIN("xps_caps"));
 	if (kc->caps_fd < 0) {
 		err = -errno;
 		pr_warn("cannot open the framework's xps_caps map: %s (loaded by an older XPS? remove it with 'xpsctl reset')\n",
