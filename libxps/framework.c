@@ -29,13 +29,14 @@
 #include "internal.h"
 #include "xps_framework.skel.h"
 
-/* Maps the framework pins by name, all removed on teardown. */
-static const char *const fw_maps[] = {
-	"xps_stash", "xps_stash_zero", "xps_config", "xps_preds", "xps_masks", "xps_slots", "xps_ctxinfo",
-	"xps_comp", "xps_progs_tcp", "xps_progs_udp", "xps_stats", "xps_run",
-	"xps_sockhash", "xps_conns", "xps_tcifs", "xps_caps",
-	"xps_wpend", "xps_servers",
-};
+/*
+ * The name of the framework's map @m, checked when compiling: the
+ * skeleton (bpftool's, from xps_framework.bpf.c) must have it.  The maps
+ * the framework pins are those of the skeleton with LIBBPF_PIN_BY_NAME;
+ * fw_unpin_maps() reads them from it, so no list here can miss one.
+ */
+#define FW_MAP(m)							\
+	(#m + 0 * sizeof(((struct xps_framework_bpf *)0)->maps.m))
 
 #define LINK_SOCKOPS	XPS_FW_PIN("link_sockops")
 #define LINK_NATIVE_TCP	XPS_FW_PIN("link_native_tcp")
@@ -262,10 +263,10 @@ static int check_config_map(int fd)
 int xps_framework__map_fd(enum xps_fw_map map)
 {
 	static const char *const names[] = {
-		[XPS_FW_MAP_CONFIG] = "xps_config",
-		[XPS_FW_MAP_CONNS] = "xps_conns",
-		[XPS_FW_MAP_WPEND] = "xps_wpend",
-		[XPS_FW_MAP_SERVERS] = "xps_servers",
+		[XPS_FW_MAP_CONFIG] = FW_MAP(xps_config),
+		[XPS_FW_MAP_CONNS] = FW_MAP(xps_conns),
+		[XPS_FW_MAP_WPEND] = FW_MAP(xps_wpend),
+		[XPS_FW_MAP_SERVERS] = FW_MAP(xps_servers),
 	};
 	int fd, err;
 
@@ -296,24 +297,24 @@ int fw_open(struct xps_fw *fw)
 
 	if (access(XPS_FW_PIN("xps_config"), F_OK))
 		return -ENOENT;
-	err = get_pinned("xps_config", &fw->config);
+	err = get_pinned(FW_MAP(xps_config), &fw->config);
 	if (!err && (err = check_config_map(fw->config))) {
 		close_fd(&fw->config);	/* fw_purge() must not read it */
 		return err;
 	}
 	if (err ||
-	    (err = get_pinned("xps_preds", &fw->preds)) ||
-	    (err = get_pinned("xps_masks", &fw->masks)) ||
-	    (err = get_pinned("xps_slots", &fw->slots)) ||
-	    (err = get_pinned("xps_ctxinfo", &fw->ctxinfo)) ||
-	    (err = get_pinned("xps_comp", &fw->comp)) ||
-	    (err = get_pinned("xps_progs_tcp", &fw->progs_tcp)) ||
-	    (err = get_pinned("xps_progs_udp", &fw->progs_udp)) ||
-	    (err = get_pinned("xps_stats", &fw->stats)) ||
-	    (err = get_pinned("xps_sockhash", &fw->sockhash)) ||
-	    (err = get_pinned("xps_conns", &fw->conns)) ||
-	    (err = get_pinned("xps_tcifs", &fw->tcifs)) ||
-	    (err = get_pinned("xps_servers", &fw->servers))) {
+	    (err = get_pinned(FW_MAP(xps_preds), &fw->preds)) ||
+	    (err = get_pinned(FW_MAP(xps_masks), &fw->masks)) ||
+	    (err = get_pinned(FW_MAP(xps_slots), &fw->slots)) ||
+	    (err = get_pinned(FW_MAP(xps_ctxinfo), &fw->ctxinfo)) ||
+	    (err = get_pinned(FW_MAP(xps_comp), &fw->comp)) ||
+	    (err = get_pinned(FW_MAP(xps_progs_tcp), &fw->progs_tcp)) ||
+	    (err = get_pinned(FW_MAP(xps_progs_udp), &fw->progs_udp)) ||
+	    (err = get_pinned(FW_MAP(xps_stats), &fw->stats)) ||
+	    (err = get_pinned(FW_MAP(xps_sockhash), &fw->sockhash)) ||
+	    (err = get_pinned(FW_MAP(xps_conns), &fw->conns)) ||
+	    (err = get_pinned(FW_MAP(xps_tcifs), &fw->tcifs)) ||
+	    (err = get_pinned(FW_MAP(xps_servers), &fw->servers))) {
 		pr_warn("framework state under %s is incomplete (%s); remove it with 'xpsctl reset'\n",
 			XPS_PIN_ROOT, strerror(-err));
 		return err;
@@ -635,14 +636,48 @@ static void fw_progs_detach(struct xps_fw *fw)
 	}
 }
 
-static void unpin_all(void)
+/*
+ * Unpin the maps of @obj (the framework, opened with pin_root_path
+ * XPS_PIN_ROOT) that libbpf pins: every map with LIBBPF_PIN_BY_NAME,
+ * whose path libbpf made when opening it.  Internal maps (.rodata, ...)
+ * are never pinned.
+ */
+static void fw_unpin_maps(const struct bpf_object *obj)
 {
-	char path[PATH_MAX];
+	struct bpf_map *map;
+	const char *path;
+
+	bpf_object__for_each_map(map, obj) {
+		path = bpf_map__pin_path(map);
+		if (path)
+			unlink(path);
+	}
+}
+
+/* The framework object opened (not loaded) as fw_ensure() opens it. */
+static struct xps_framework_bpf *fw_skel_open(void)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = XPS_PIN_ROOT);
+
+	return xps_framework_bpf__open_opts(&oo);
+}
+
+/*
+ * Remove every pin of the framework: its maps (@skel's, or those of the
+ * object opened again when @skel is NULL), programs and links, and the
+ * directories.
+ */
+static void unpin_all(struct xps_framework_bpf *skel)
+{
+	struct xps_framework_bpf *own = skel ? NULL : fw_skel_open();
 	size_t i;
 
-	for (i = 0; i < sizeof(fw_maps) / sizeof(fw_maps[0]); i++)
-		if (!xps_pin_path(path, sizeof(path), NULL, fw_maps[i]))
-			unlink(path);
+	if (skel || own)
+		fw_unpin_maps(skel ? skel->obj : own->obj);
+	else
+		pr_warn("cannot open the framework object to unpin its maps: %s\n",
+			strerror(errno));
+	xps_framework_bpf__destroy(own);
 	for (i = 0; i < N_FW_PROGS; i++) {
 		if (fw_progs[i].link_pin)
 			unlink(fw_progs[i].link_pin);
@@ -656,7 +691,6 @@ static void unpin_all(void)
 /* Load, pin and attach the framework unless it is there already. */
 int fw_ensure(struct xps_fw *fw)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = XPS_PIN_ROOT);
 	struct xps_framework_bpf *skel;
 	struct xps_config cfg = {};
 	__u32 zero = 0, tcp, udp, mask;
@@ -671,7 +705,7 @@ int fw_ensure(struct xps_fw *fw)
 	if (err)
 		return err;
 	mask = BE(tcp) | BE(udp);
-	skel = xps_framework_bpf__open_opts(&oo);
+	skel = fw_skel_open();
 	if (!skel) {
 		err = -errno;
 		pr_warn("cannot open the framework object: %s\n", strerror(-err));
@@ -701,8 +735,8 @@ int fw_ensure(struct xps_fw *fw)
 	pr_info("framework loaded (%s backend)\n", xps_backend__name(tcp));
 	return fw_open(fw);
 fail:
+	unpin_all(skel);
 	xps_framework_bpf__destroy(skel);
-	unpin_all();
 	return err;
 }
 
@@ -922,7 +956,7 @@ static void fw_remove(struct xps_fw *fw)
 	unlink(LINK_SOCKOPS);	/* no new enrolment from here on */
 	fw_tc_sync(fw);	/* no context needs TC: detaches everything */
 	fw_progs_detach(fw);
-	unpin_all();
+	unpin_all(NULL);
 	pr_info("framework removed\n");
 }
 
