@@ -140,6 +140,9 @@ LIBXPS_HIDDEN int pin_label(const char *name, const char *label);
 /* context.c */
 LIBXPS_HIDDEN struct xps_context *ctx_handle(const char *name, __u32 slot);
 
+/* sockdiag.c: established TCP sockets of @family on @port not in xps_conns */
+LIBXPS_HIDDEN int sockdiag_unseen(int conns_fd, __u16 port, int family);
+
 /*
  * Options structs (libxps.h, DECLARE_XPS_OPTS): the caller's struct is
  * opts->sz bytes, which may be fewer than this libxps knows (an older
