@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
+#include <xps/kvcache.h>
 
 #include "cmd.h"
 #include "codec.h"
@@ -81,8 +82,32 @@ static void print_entry(const struct data_io *io)
 	out_end_object();
 }
 
+/*
+ * A kv-cache handler (Redis, memcached) serves a value only when its sum
+ * is the seal of its stamps, key and bytes (include/xps/kvcache.h), so a
+ * value put without it would sit in the map never served: put refuses
+ * it.  update and set write any bytes (tests store bad seals on purpose).
+ */
+static int kv_check_seal(const struct data_io *io, const char *name,
+			 const char *key)
+{
+	const struct xps_kv_value *v = io->v;
+	__u64 seal;
+
+	if (!io->key.kvhash || io->val.size < sizeof(*v))
+		return 0;
+	seal = xps_kv_value_sum(v);
+	if (v->sum == seal)
+		return 0;
+	p_err("data put: the value of '%s' is not sealed (sum 0x%016llx, seal 0x%016llx): '%s' is a kv-cache context, whose handler never serves a value whose sum is not its seal; set the value's sum to the seal of its stamps, key and bytes (xps_kv_value_seal(), include/xps/kvcache.h)",
+	      key, (unsigned long long)v->sum, (unsigned long long)seal,
+	      name);
+	return -1;
+}
+
 static int write_cmd(int argc, char **argv, const char *cmd,
-		     int (*op)(struct xps_context *, const void *, const void *))
+		     int (*op)(struct xps_context *, const void *, const void *),
+		     bool need_seal)
 {
 	struct data_io io;
 	int err, ret = 1;
@@ -95,6 +120,8 @@ static int write_cmd(int argc, char **argv, const char *cmd,
 	    encode(&io.val, "VALUE", argv[2], io.v))
 		goto out;
 	codec_kv_bind(&io.key, argv[1], io.v);	/* KEY fits: it encoded */
+	if (need_seal && kv_check_seal(&io, argv[0], argv[1]))
+		goto out;
 	err = op(io.ctx, io.k, io.v);
 	if (err == -EEXIST)
 		p_err("data %s: key '%s' exists (use 'data update' or 'data set')",
@@ -117,17 +144,18 @@ out:
 
 static int do_put(int argc, char **argv)
 {
-	return write_cmd(argc, argv, "put", xps_context__data_put);
+	return write_cmd(argc, argv, "put", xps_context__data_put, true);
 }
 
 static int do_update(int argc, char **argv)
 {
-	return write_cmd(argc, argv, "update", xps_context__data_update);
+	return write_cmd(argc, argv, "update", xps_context__data_update,
+			 false);
 }
 
 static int do_set(int argc, char **argv)
 {
-	return write_cmd(argc, argv, "set", xps_context__data_set);
+	return write_cmd(argc, argv, "set", xps_context__data_set, false);
 }
 
 static int key_cmd(int argc, char **argv, bool del)
@@ -298,6 +326,11 @@ static const char usage[] =
 "KEY and VALUE are converted using the map's BTF: a char array takes a\n"
 "string, an integer a number, a struct of a len field and a char array a\n"
 "string; any layout takes hex:BYTES.\n"
+"\n"
+"In a kv-cache context (Redis, memcached) VALUE is a struct xps_kv_value,\n"
+"usually as hex:BYTES; xpsctl writes KEY into it.  put refuses a value\n"
+"whose sum is not its seal (include/xps/kvcache.h), as the handler would\n"
+"never serve it; update and set store it as given.\n"
 "\n"
 "Options:\n"
 "  -h, --help          this text\n"

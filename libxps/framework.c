@@ -7,6 +7,7 @@
  * when the last context is gone.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <mntent.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -28,25 +29,24 @@
 #include "internal.h"
 #include "xps_framework.skel.h"
 
-#define PIN(name) XPS_PIN_ROOT "/" name
+/*
+ * The name of the framework's map @m, checked when compiling: the
+ * skeleton (bpftool's, from xps_framework.bpf.c) must have it.  The maps
+ * the framework pins are those of the skeleton with LIBBPF_PIN_BY_NAME;
+ * fw_unpin_maps() reads them from it, so no list here can miss one.
+ */
+#define FW_MAP(m)							\
+	(#m + 0 * sizeof(((struct xps_framework_bpf *)0)->maps.m))
 
-/* Maps the framework pins by name, all removed on teardown. */
-static const char *const fw_maps[] = {
-	"xps_stash", "xps_stash_zero", "xps_config", "xps_preds", "xps_masks", "xps_slots", "xps_ctxinfo",
-	"xps_comp", "xps_progs_tcp", "xps_progs_udp", "xps_stats", "xps_run",
-	"xps_sockhash", "xps_conns", "xps_tcifs", "xps_caps",
-	"xps_wpend", "xps_servers",
-};
-
-#define LINK_SOCKOPS	PIN("link_sockops")
-#define LINK_NATIVE_TCP	PIN("link_native_tcp")
-#define LINK_NATIVE_UDP	PIN("link_native_udp")
-#define LINK_LISTEN_CLOSE PIN("link_listen_close")
-#define PROG_VERDICT	PIN("prog_stream_verdict")
-#define PROG_MSG	PIN("prog_msg_verdict")
-#define PROG_SOCKOPS	PIN("prog_sockops")
-#define PROG_TC_IN	PIN("prog_tc_ingress")
-#define PROG_TC_OUT	PIN("prog_tc_egress")
+#define LINK_SOCKOPS	XPS_FW_PIN("link_sockops")
+#define LINK_NATIVE_TCP	XPS_FW_PIN("link_native_tcp")
+#define LINK_NATIVE_UDP	XPS_FW_PIN("link_native_udp")
+#define LINK_LISTEN_CLOSE XPS_FW_PIN("link_listen_close")
+#define PROG_VERDICT	XPS_FW_PIN("prog_stream_verdict")
+#define PROG_MSG	XPS_FW_PIN("prog_msg_verdict")
+#define PROG_SOCKOPS	XPS_FW_PIN("prog_sockops")
+#define PROG_TC_IN	XPS_FW_PIN("prog_tc_ingress")
+#define PROG_TC_OUT	XPS_FW_PIN("prog_tc_egress")
 
 /* TC filter identity of the stock backend's programs ("XP") */
 #define XPS_TC_HANDLE	0x5850
@@ -164,7 +164,7 @@ int fw_lock(struct xps_fw *fw)
 {
 	int err;
 
-	memset(fw, 0xff, sizeof(*fw));	/* every fd -1 */
+	fw_init(fw);
 	libxps_route_libbpf();
 	if (geteuid() != 0 && access("/sys/fs/bpf", W_OK)) {
 		pr_warn("managing XPS contexts needs root (CAP_BPF, CAP_NET_ADMIN and access to /sys/fs/bpf)\n");
@@ -193,6 +193,14 @@ int fw_lock(struct xps_fw *fw)
 	return 0;
 }
 
+/* fw_lock(), then fw_open(): fw_unlock() after either way. */
+int fw_lock_open(struct xps_fw *fw)
+{
+	int err = fw_lock(fw);
+
+	return err ? err : fw_open(fw);
+}
+
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -212,7 +220,7 @@ void fw_unlock(struct xps_fw *fw)
 		close_fd(fds[i]);
 	if (fw->lock_fd >= 0) {
 		/* fw_lock() creates the directory: leave none behind */
-		if (access(PIN("xps_config"), F_OK))
+		if (access(XPS_FW_PIN("xps_config"), F_OK))
 			rmdir(XPS_PIN_ROOT);
 		flock(fw->lock_fd, LOCK_UN);
 		close(fw->lock_fd);
@@ -222,9 +230,13 @@ void fw_unlock(struct xps_fw *fw)
 
 static int get_pinned(const char *name, int *fd)
 {
-	char path[128];
+	char path[PATH_MAX];
+	int err;
 
-	snprintf(path, sizeof(path), XPS_PIN_ROOT "/%s", name);
+	*fd = -1;
+	err = xps_pin_path(path, sizeof(path), NULL, name);
+	if (err)
+		return err;
 	*fd = bpf_obj_get(path);
 	return *fd < 0 ? -errno : 0;
 }
@@ -251,10 +263,10 @@ static int check_config_map(int fd)
 int xps_framework__map_fd(enum xps_fw_map map)
 {
 	static const char *const names[] = {
-		[XPS_FW_MAP_CONFIG] = "xps_config",
-		[XPS_FW_MAP_CONNS] = "xps_conns",
-		[XPS_FW_MAP_WPEND] = "xps_wpend",
-		[XPS_FW_MAP_SERVERS] = "xps_servers",
+		[XPS_FW_MAP_CONFIG] = FW_MAP(xps_config),
+		[XPS_FW_MAP_CONNS] = FW_MAP(xps_conns),
+		[XPS_FW_MAP_WPEND] = FW_MAP(xps_wpend),
+		[XPS_FW_MAP_SERVERS] = FW_MAP(xps_servers),
 	};
 	int fd, err;
 
@@ -283,26 +295,26 @@ int fw_open(struct xps_fw *fw)
 	__u32 zero = 0;
 	int err;
 
-	if (access(PIN("xps_config"), F_OK))
+	if (access(XPS_FW_PIN("xps_config"), F_OK))
 		return -ENOENT;
-	err = get_pinned("xps_config", &fw->config);
+	err = get_pinned(FW_MAP(xps_config), &fw->config);
 	if (!err && (err = check_config_map(fw->config))) {
 		close_fd(&fw->config);	/* fw_purge() must not read it */
 		return err;
 	}
 	if (err ||
-	    (err = get_pinned("xps_preds", &fw->preds)) ||
-	    (err = get_pinned("xps_masks", &fw->masks)) ||
-	    (err = get_pinned("xps_slots", &fw->slots)) ||
-	    (err = get_pinned("xps_ctxinfo", &fw->ctxinfo)) ||
-	    (err = get_pinned("xps_comp", &fw->comp)) ||
-	    (err = get_pinned("xps_progs_tcp", &fw->progs_tcp)) ||
-	    (err = get_pinned("xps_progs_udp", &fw->progs_udp)) ||
-	    (err = get_pinned("xps_stats", &fw->stats)) ||
-	    (err = get_pinned("xps_sockhash", &fw->sockhash)) ||
-	    (err = get_pinned("xps_conns", &fw->conns)) ||
-	    (err = get_pinned("xps_tcifs", &fw->tcifs)) ||
-	    (err = get_pinned("xps_servers", &fw->servers))) {
+	    (err = get_pinned(FW_MAP(xps_preds), &fw->preds)) ||
+	    (err = get_pinned(FW_MAP(xps_masks), &fw->masks)) ||
+	    (err = get_pinned(FW_MAP(xps_slots), &fw->slots)) ||
+	    (err = get_pinned(FW_MAP(xps_ctxinfo), &fw->ctxinfo)) ||
+	    (err = get_pinned(FW_MAP(xps_comp), &fw->comp)) ||
+	    (err = get_pinned(FW_MAP(xps_progs_tcp), &fw->progs_tcp)) ||
+	    (err = get_pinned(FW_MAP(xps_progs_udp), &fw->progs_udp)) ||
+	    (err = get_pinned(FW_MAP(xps_stats), &fw->stats)) ||
+	    (err = get_pinned(FW_MAP(xps_sockhash), &fw->sockhash)) ||
+	    (err = get_pinned(FW_MAP(xps_conns), &fw->conns)) ||
+	    (err = get_pinned(FW_MAP(xps_tcifs), &fw->tcifs)) ||
+	    (err = get_pinned(FW_MAP(xps_servers), &fw->servers))) {
 		pr_warn("framework state under %s is incomplete (%s); remove it with 'xpsctl reset'\n",
 			XPS_PIN_ROOT, strerror(-err));
 		return err;
@@ -624,29 +636,61 @@ static void fw_progs_detach(struct xps_fw *fw)
 	}
 }
 
-static void unpin_all(void)
+/*
+ * Unpin the maps of @obj (the framework, opened with pin_root_path
+ * XPS_PIN_ROOT) that libbpf pins: every map with LIBBPF_PIN_BY_NAME,
+ * whose path libbpf made when opening it.  Internal maps (.rodata, ...)
+ * are never pinned.
+ */
+static void fw_unpin_maps(const struct bpf_object *obj)
 {
-	char path[128];
+	struct bpf_map *map;
+	const char *path;
+
+	bpf_object__for_each_map(map, obj) {
+		path = bpf_map__pin_path(map);
+		if (path)
+			unlink(path);
+	}
+}
+
+/* The framework object opened (not loaded) as fw_ensure() opens it. */
+static struct xps_framework_bpf *fw_skel_open(void)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = XPS_PIN_ROOT);
+
+	return xps_framework_bpf__open_opts(&oo);
+}
+
+/*
+ * Remove every pin of the framework: its maps (@skel's, or those of the
+ * object opened again when @skel is NULL), programs and links, and the
+ * directories.
+ */
+static void unpin_all(struct xps_framework_bpf *skel)
+{
+	struct xps_framework_bpf *own = skel ? NULL : fw_skel_open();
 	size_t i;
 
-	for (i = 0; i < sizeof(fw_maps) / sizeof(fw_maps[0]); i++) {
-		snprintf(path, sizeof(path), XPS_PIN_ROOT "/%s", fw_maps[i]);
-		unlink(path);
-	}
+	if (skel || own)
+		fw_unpin_maps(skel ? skel->obj : own->obj);
+	else
+		pr_warn("cannot open the framework object to unpin its maps: %s\n",
+			strerror(errno));
+	xps_framework_bpf__destroy(own);
 	for (i = 0; i < N_FW_PROGS; i++) {
 		if (fw_progs[i].link_pin)
 			unlink(fw_progs[i].link_pin);
 		if (fw_progs[i].pin)
 			unlink(fw_progs[i].pin);
 	}
-	rmdir(XPS_PIN_ROOT "/ctx");
+	rmdir(XPS_PIN_CTX_DIR);
 	rmdir(XPS_PIN_ROOT);
 }
 
 /* Load, pin and attach the framework unless it is there already. */
 int fw_ensure(struct xps_fw *fw)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = XPS_PIN_ROOT);
 	struct xps_framework_bpf *skel;
 	struct xps_config cfg = {};
 	__u32 zero = 0, tcp, udp, mask;
@@ -661,7 +705,7 @@ int fw_ensure(struct xps_fw *fw)
 	if (err)
 		return err;
 	mask = BE(tcp) | BE(udp);
-	skel = xps_framework_bpf__open_opts(&oo);
+	skel = fw_skel_open();
 	if (!skel) {
 		err = -errno;
 		pr_warn("cannot open the framework object: %s\n", strerror(-err));
@@ -691,8 +735,8 @@ int fw_ensure(struct xps_fw *fw)
 	pr_info("framework loaded (%s backend)\n", xps_backend__name(tcp));
 	return fw_open(fw);
 fail:
+	unpin_all(skel);
 	xps_framework_bpf__destroy(skel);
-	unpin_all();
 	return err;
 }
 
@@ -912,7 +956,7 @@ static void fw_remove(struct xps_fw *fw)
 	unlink(LINK_SOCKOPS);	/* no new enrolment from here on */
 	fw_tc_sync(fw);	/* no context needs TC: detaches everything */
 	fw_progs_detach(fw);
-	unpin_all();
+	unpin_all(NULL);
 	pr_info("framework removed\n");
 }
 
@@ -985,15 +1029,15 @@ int xps_framework__status(struct xps_status *st)
 			      &st->native_available);
 	if (err)
 		return libxps_err(err);
-	memset(&fw, 0xff, sizeof(fw));	/* every fd -1 */
-	if (access(PIN("xps_config"), F_OK))
+	fw_init(&fw);
+	if (access(XPS_FW_PIN("xps_config"), F_OK))
 		return 0;
 	err = fw_lock(&fw);
 	if (!err)
 		err = fw_open(&fw);
 	if (!err)
 		fw_teardown_if_unused(&fw);	/* finish a drain that is over */
-	if (!err && !access(PIN("xps_config"), F_OK)) {
+	if (!err && !access(XPS_FW_PIN("xps_config"), F_OK)) {
 		st->loaded = true;
 		st->draining = fw_flags(&fw) & XPS_CFG_DRAINING;
 		st->enrolled = enrolled(&fw);

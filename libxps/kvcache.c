@@ -3,7 +3,7 @@
  * The kv-cache's user-space half (libxps/libxps_kv.h): fills under
  * the coherence protocol of docs/coherence.md, the miss queue, the state
  * the filler shares with the handler, and the check that every connection
- * to the service is one XPS sees.
+ * to the service is one XPS sees (its sock_diag scan is sockdiag.c).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -15,9 +15,6 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <linux/inet_diag.h>
-#include <linux/netlink.h>
-#include <linux/sock_diag.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -149,7 +146,7 @@ static int ring_attach(struct xps_kvcache *kc, __u32 slot)
 	int err;
 
 	kc->slot = slot;
-	kc->caps_fd = bpf_obj_get(XPS_PIN_ROOT "/xps_caps");
+	kc->caps_fd = bpf_obj_get(XPS_FW_PIN("xps_caps"));
 	if (kc->caps_fd < 0) {
 		err = -errno;
 		pr_warn("cannot open the framework's xps_caps map: %s (loaded by an older XPS? remove it with 'xpsctl reset')\n",
@@ -716,127 +713,6 @@ int xps_kvcache__fill_commit(struct xps_kvcache *kc,
 
 /* ---- connections the handler cannot see -------------------------------- */
 
-/* Cookies of sockets, collected by a dump (a growing array). */
-struct cookie_set {
-	__u64 *v;		/* cookies are never 0: 0 is a used slot */
-	size_t n, cap;
-	int found;		/* the second dump's matches */
-};
-
-/*
- * Call @cb for the cookie of each established TCP socket of @family on
- * the port, from one sock_diag dump.  0 or -errno (from the dump or @cb).
- */
-static int diag_established(struct xps_kvcache *kc, int family,
-			    int (*cb)(struct xps_kvcache *kc, __u64 cookie,
-				      struct cookie_set *set),
-			    struct cookie_set *set)
-{
-	struct {
-		struct nlmsghdr nlh;
-		struct inet_diag_req_v2 req;
-	} msg = {
-		.nlh = { .nlmsg_len = sizeof(msg),
-			 .nlmsg_type = SOCK_DIAG_BY_FAMILY,
-			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
-		.req = { .sdiag_family = family, .sdiag_protocol = IPPROTO_TCP,
-			 .idiag_states = 1 << 1 /* TCP_ESTABLISHED */ },
-	};
-	char buf[16384];
-	int fd, done = 0, err = 0;
-	ssize_t n;
-
-	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	if (fd < 0)
-		return -errno;
-	if (send(fd, &msg, sizeof(msg), 0) < 0) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	while (!done && !err && (n = recv(fd, buf, sizeof(buf), 0)) > 0) {
-		struct nlmsghdr *h;
-
-		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, n);
-		     h = NLMSG_NEXT(h, n)) {
-			struct inet_diag_msg *m = NLMSG_DATA(h);
-
-			if (h->nlmsg_type == NLMSG_DONE ||
-			    h->nlmsg_type == NLMSG_ERROR) {
-				done = 1;
-				break;
-			}
-			if (ntohs(m->id.idiag_sport) != kc->port)
-				continue;
-			err = cb(kc, (__u64)m->id.idiag_cookie[1] << 32 |
-				     m->id.idiag_cookie[0], set);
-			if (err)
-				break;
-		}
-	}
-	close(fd);
-	return err;
-}
-
-/* First dump: keep the cookies XPS has no record of. */
-static int collect_unrecorded(struct xps_kvcache *kc, __u64 cookie,
-			      struct cookie_set *set)
-{
-	struct xps_conn conn;
-	__u64 *v;
-
-	if (!bpf_map_lookup_elem(kc->conns_fd, &cookie, &conn))
-		return 0;
-	if (set->n == set->cap) {
-		set->cap = set->cap ? 2 * set->cap : 64;
-		v = realloc(set->v, set->cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		set->v = v;
-	}
-	set->v[set->n++] = cookie;
-	return 0;
-}
-
-/* Second dump: count the kept cookies still established, once each. */
-static int mark_still_established(struct xps_kvcache *kc, __u64 cookie,
-				  struct cookie_set *set)
-{
-	size_t i;
-
-	for (i = 0; i < set->n; i++) {
-		if (set->v[i] == cookie) {
-			set->v[i] = 0;
-			set->found++;
-			break;
-		}
-	}
-	return 0;
-}
-
-/*
- * Unseen established TCP sockets of @family on the port, or -errno.
- *
- * XPS records a connection (xps_sockops()) before it is established and
- * forgets it when it closes, so a socket the dump lists as established
- * and the map does not hold may only have closed in between: a client
- * that just hung up is not a connection XPS missed.  A second dump tells
- * them apart.  A socket established at both dumps was established at the
- * lookup between them, so its record, had it one, was there.
- */
-static int unseen_family(struct xps_kvcache *kc, int family)
-{
-	struct cookie_set set = {};
-	int err;
-
-	err = diag_established(kc, family, collect_unrecorded, &set);
-	if (!err && set.n)
-		err = diag_established(kc, family, mark_still_established,
-				       &set);
-	free(set.v);
-	return err ? err : set.found;
-}
-
 int xps_kvcache__unseen_conns(struct xps_kvcache *kc)
 {
 	struct xps_config cfg;
@@ -854,10 +730,10 @@ int xps_kvcache__unseen_conns(struct xps_kvcache *kc)
 	    now - kc->clean_ns < kc->recheck_ns)
 		return 0;
 	kc->clean_ns = 0;
-	a = unseen_family(kc, AF_INET);
+	a = sockdiag_unseen(kc->conns_fd, kc->port, AF_INET);
 	if (a < 0)
 		return libxps_err(a);
-	b = unseen_family(kc, AF_INET6);
+	b = sockdiag_unseen(kc->conns_fd, kc->port, AF_INET6);
 	if (b < 0)
 		return libxps_err(b);
 	if (!a && !b) {

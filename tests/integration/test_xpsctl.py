@@ -12,8 +12,8 @@ import subprocess
 import sys
 import tempfile
 
-from xpstest import (BPF, Listener, ROOT, XPSCTL, eq, main, obj, recv_exact,
-                     tcp_client, test, wait_for, xpsctl)
+from xpstest import (BPF, Listener, ROOT, XPSCTL, attach, eq, kv_value_hex, main,
+                     obj, recv_exact, tcp_client, test, wait_for, xpsctl)
 
 P = 17800  # base port of this file
 COMPLETION = os.path.join(ROOT, "contrib", "bash-completion", "xpsctl")
@@ -232,6 +232,30 @@ def test_output_formats_and_refusals():
     eq((p.returncode, p.stdout), (1, ""), "an error leaves no output")
     if not p.stderr.startswith("Error: "):
         raise AssertionError(p.stderr)
+
+
+@test
+def test_data_put_refuses_an_unsealed_kv_value():
+    """A kv-cache handler never serves a value whose sum is not its seal,
+    so `data put` refuses one, saying why and what to do; a sealed value is
+    put, and `data set` still stores any bytes (tests of the seal need it)."""
+    attach("redis", P + 8, name="sealput")
+    unsealed = kv_value_hex(b"k", b"v", seal=0)
+    for args in ([], ["-j"]):
+        p = run(*(args + ["data", "put", "sealput", "k", unsealed]))
+        eq((p.returncode, p.stdout if not args else ""), (1, ""),
+           "exit status of an unsealed put %s" % args)
+        err = json.loads(p.stdout)["error"] if args else p.stderr
+        for want in ("'k' is not sealed", "kv-cache", "set the value's sum to the seal"):
+            if want not in err:
+                raise AssertionError("unsealed put %s: %r lacks %r" % (args, err, want))
+    eq(xpsctl("data", "dump", "sealput"), [], "the refused put stored nothing")
+
+    put = xpsctl("data", "put", "sealput", "k", kv_value_hex(b"k", b"v"))
+    eq(put["key"], "k", "a sealed put")
+    eq(xpsctl("data", "get", "sealput", "k"), put, "get after a sealed put")
+    eq(run("data", "set", "sealput", "k", unsealed).returncode, 0,
+       "set stores an unsealed value as given")
 
 
 # ---- xpsctl service usage ------------------------------------------------
