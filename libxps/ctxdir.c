@@ -14,9 +14,9 @@
 const struct ctx_map_name ctx_maps[N_CTX_MAPS] = {
 	[XPS_CTX_MAP_DATA] = { "xps_data", "data" },		/* XPS_DATA_MAP */
 	[XPS_CTX_MAP_KEYSTATS] = { "xps_keystats", "keystats" }, /* XPS_DATA_MAP */
-	[XPS_CTX_MAP_MISSES] = { "xps_misses", "misses" },	/* bpf/kvcache.bpf.h */
+	[XPS_CTX_MAP_MISSES] = { "xps_misses", "misses" },	/* bpf/lib/kvcache.bpf.h */
 	[XPS_CTX_MAP_STATE] = { "xps_state", "state" },	/* XPS_STATE_MAP */
-	[XPS_CTX_MAP_VERSIONS] = { "xps_versions", "versions" }, /* bpf/kvcache.bpf.h */
+	[XPS_CTX_MAP_VERSIONS] = { "xps_versions", "versions" }, /* bpf/lib/kvcache.bpf.h */
 };
 
 /* fds of a context's pinned maps, for reuse by a new handler object */

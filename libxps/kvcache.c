@@ -220,7 +220,7 @@ struct xps_kvcache *xps_kvcache__open(const struct xps_context *ctx,
 	if (kc->data_fd < 0 || kc->misses_fd < 0 || kc->state_fd < 0 ||
 	    kc->versions_fd < 0 || kc->config_fd < 0 || kc->conns_fd < 0) {
 		/* each failure was logged by the map_fd call */
-		pr_warn("context '%s' is not a kv-cache (bpf/kvcache.bpf.h)\n",
+		pr_warn("context '%s' is not a kv-cache (bpf/lib/kvcache.bpf.h)\n",
 			kc->name);
 		err = -ENOENT;
 		goto fail;

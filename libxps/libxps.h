@@ -158,7 +158,7 @@ LIBXPS_API int xps_context__label(const struct xps_context *ctx, char *buf,
 /* fd of the context's data map (owned by @ctx), or -ENOENT. */
 LIBXPS_API int xps_context__data_fd(const struct xps_context *ctx);
 
-/* The maps a handler object may declare for its context (bpf/xps.bpf.h). */
+/* The maps a handler object may declare for its context (bpf/api/xps.bpf.h). */
 enum xps_ctx_map {
 	XPS_CTX_MAP_DATA,	/* XPS_DATA_MAP(): the values served */
 	XPS_CTX_MAP_KEYSTATS,	/* XPS_DATA_MAP(): accesses per key */

@@ -2,7 +2,7 @@
 /*
  * libxps's kv-cache: the user-space half of the coherence protocol of
  * docs/coherence.md, for a process that fills the cache of a context whose
- * handler is built on bpf/kvcache.bpf.h (the Redis and memcached ones).
+ * handler is built on bpf/lib/kvcache.bpf.h (the Redis and memcached ones).
  *
  * Fills from fetches, for the misses the handler queues (over UDP; TCP
  * misses are learned from the server's replies, see
@@ -62,7 +62,7 @@ struct xps_kvcache_opts {
 
 /*
  * The kv-cache of @ctx: its handler must declare the data map, the miss
- * queue, a mappable state map and the versions map (bpf/kvcache.bpf.h),
+ * queue, a mappable state map and the versions map (bpf/lib/kvcache.bpf.h),
  * and the framework must be loaded.  -ENOENT (NULL + errno) otherwise.
  * Independent of @ctx once opened.
  */
