@@ -244,23 +244,23 @@ static void ctx_describe(struct ctx_build *b)
 }
 
 /*
- * Take back what ctx_link() installed.  It clears b->info with the slot's
- * record, its name too, so ctx_create()'s unpin that follows finds no
- * directory (as before this code was split; a change of its own).
+ * Take back what ctx_link() installed: the slot's record and config are
+ * cleared in the maps, b->info keeps the name so that ctx_create() can
+ * remove the context's pins after it.
  */
 static void ctx_unlink(struct ctx_build *b)
 {
 	const struct ctx_spec *s = b->s;
+	struct xps_ctx_info none_info = {};
+	struct xps_slot none_slot = {};
 	struct xps_pred_key key;
 
 	if (!(s->flags & XPS_SLOT_SUB)) {
 		key = b->info.pred;
 		bpf_map_delete_elem(b->fw.preds, &key);
 	}
-	memset(&b->info, 0, sizeof(b->info));
-	memset(&b->slot_cfg, 0, sizeof(b->slot_cfg));
-	bpf_map_update_elem(b->fw.slots, &b->slot, &b->slot_cfg, BPF_ANY);
-	bpf_map_update_elem(b->fw.ctxinfo, &b->slot, &b->info, BPF_ANY);
+	bpf_map_update_elem(b->fw.slots, &b->slot, &none_slot, BPF_ANY);
+	bpf_map_update_elem(b->fw.ctxinfo, &b->slot, &none_info, BPF_ANY);
 	bpf_map_delete_elem(b->progs, &b->slot);
 	if (s->pred)
 		masks_sync(&b->fw, s->pred->proto);
@@ -348,13 +348,17 @@ static struct xps_context *ctx_create(const struct ctx_spec *s)
 		err = ctx_link(&b);
 	}
 	if (!err) {
-		fw_bump_generation(&b.fw);
 		ctx = ctx_handle(b.info.name, b.slot);
-		if (!ctx)
+		if (!ctx) {
+			/* no handle to give: the context is taken back */
 			err = -ENOMEM;
+			ctx_unlink(&b);
+		}
+		fw_bump_generation(&b.fw);
+	}
+	if (!err)
 		pr_info("context '%s' created in slot %d (%s backend)\n",
 			b.info.name, b.slot, xps_backend__name(b.info.backend));
-	}
 	if (err && b.pinned)
 		unpin_handler(b.info.name);
 	loaded_close(&b.h);
