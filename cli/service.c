@@ -436,9 +436,7 @@ static void list_guessed(const struct xps_ctx_info *info)
 			k = *kp;
 	if (!k)
 		return;
-	if (k->list_unlabelled)
-		k->list_unlabelled(k, info);
-	else
+	if (!k->list_unlabelled || !k->list_unlabelled(k, info))
 		svc_print(k, NULL, info->name, NULL, info->pred.lport,
 			  supervise_pid(info->name));
 }

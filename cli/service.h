@@ -108,10 +108,10 @@ struct svc_kind {
 	 * "service list" of a context without a label whose handler is this
 	 * kind's (made by an xpsctl from before services were labelled):
 	 * print the service it belongs to as those versions named it, or
-	 * nothing if it is not the service's main context; NULL:
-	 * svc_print() of the context by its own name.
+	 * nothing if it is not the service's main context, and return
+	 * true; false (or NULL): svc_print() of the context by its own name.
 	 */
-	void (*list_unlabelled)(const struct svc_kind *k,
+	bool (*list_unlabelled)(const struct svc_kind *k,
 				const struct xps_ctx_info *info);
 };
 

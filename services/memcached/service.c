@@ -90,22 +90,20 @@ static const struct svc_opt memcached_opts[] = {
 
 /* An unlabelled UDP context NAME-udp is the companion of NAME, served by
  * its daemon. */
-static void memcached_list_unlabelled(const struct svc_kind *k,
+static bool memcached_list_unlabelled(const struct svc_kind *k,
 				      const struct xps_ctx_info *info)
 {
 	char svc[XPS_NAME_LEN];
 	size_t n = strlen(info->name);
 
-	if (info->pred.proto != IPPROTO_UDP) {
-		svc_print(k, NULL, info->name, NULL, info->pred.lport,
-			  supervise_pid(info->name));
-		return;
-	}
+	if (info->pred.proto != IPPROTO_UDP)
+		return false;
 	if (n > 4 && !strcmp(info->name + n - 4, "-udp"))
 		n -= 4;
 	snprintf(svc, sizeof(svc), "%.*s", (int)n, info->name);
 	svc_print(k, "memcached-udp", info->name, svc, info->pred.lport,
 		  supervise_pid(svc));
+	return true;
 }
 
 const struct svc_kind svc_memcached = {

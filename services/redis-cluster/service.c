@@ -127,16 +127,17 @@ static const struct svc_opt cluster_opts[] = {
 
 /* An unlabelled NAME-ping is the service NAME (its comp context); the
  * other sub-contexts (NAME-tN: other message types) are part of it. */
-static void cluster_list_unlabelled(const struct svc_kind *k,
+static bool cluster_list_unlabelled(const struct svc_kind *k,
 				    const struct xps_ctx_info *info)
 {
 	char svc[XPS_NAME_LEN];
 	size_t n = strlen(info->name);
 
 	if (n <= 5 || strcmp(info->name + n - 5, "-ping"))
-		return;
+		return true;	/* part of a service listed by its -ping */
 	snprintf(svc, sizeof(svc), "%.*s", (int)(n - 5), info->name);
 	svc_print(k, NULL, svc, NULL, info->pred.lport, supervise_pid(svc));
+	return true;
 }
 
 const struct svc_kind svc_redis_cluster = {
