@@ -943,6 +943,313 @@ out:
 	xps_test__destroy(skel);
 }
 
+/* One "OWNR" request on @cli: true if the program answered "DONE". */
+static bool ownr_answered(int cli)
+{
+	char buf[4];
+
+	return !send_all(cli, "OWNR", 4) && !recv_all(cli, buf, 4) &&
+	       !memcmp(buf, "DONE", 4);
+}
+
+/* Read @len bytes from @fd, all equal to @c; false at the first other. */
+static bool recv_pattern(int fd, size_t len, char c, const char *what)
+{
+	char buf[4096];
+	size_t got = 0;
+	ssize_t n, i;
+
+	while (got < len) {
+		n = recv(fd, buf, len - got < sizeof(buf) ? len - got :
+			 sizeof(buf), 0);
+		if (!ASSERT_GT(n, 0, what))
+			return false;
+		for (i = 0; i < n; i++)
+			if (buf[i] != c) {
+				PRINT_FAIL("%s: byte %zu is '%c'\n", what,
+					   got + i, buf[i]);
+				return false;
+			}
+		got += n;
+	}
+	return true;
+}
+
+/* Read @n "OWNR" requests the owner got from @srv. */
+static bool owner_got_ownr(int srv, int n)
+{
+	char buf[4];
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!ASSERT_OK(recv_all(srv, buf, 4), "owner recv") ||
+		    !ASSERT_STRNEQ(buf, "OWNR", 4, "owner got the request"))
+			return false;
+	return true;
+}
+
+/* Small buffers, so that a write of a few MB has to wait for the reader;
+ * every request of the client in a segment of its own.
+ */
+static void small_buffers(int cli, int srv)
+{
+	int sz = 64 << 10, one = 1;
+
+	setsockopt(srv, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	setsockopt(cli, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	setsockopt(cli, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/*
+ * The kernel keeps a reply out of a write in progress, whatever the
+ * program: while the owner's task is inside a blocking sendmsg() of 4 MB
+ * (sleeping for memory as the client reads slowly), every request is
+ * see-only, although acknowledgements free memory in between; the client
+ * reads the 4 MB whole.  Once the write is over, a request is answered.
+ */
+static void test_tcp_owner_writing(void)
+{
+	const size_t total = 4 << 20, quiet = 1 << 20;
+	int cli = -1, srv = -1, link = -1, st, sent = 0;
+	struct xps_test *skel;
+	char *big = NULL, buf[4096];
+	size_t got = 0;
+	pid_t pid = -1;
+	ssize_t n;
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, 8910, &cli, &srv))
+		goto out;
+	small_buffers(cli, srv);
+	big = malloc(total);
+	if (!ASSERT_OK_PTR(big, "malloc"))
+		goto out;
+	memset(big, 'x', total);
+	pid = fork();
+	if (!ASSERT_GE(pid, 0, "fork"))
+		goto out;
+	if (pid == 0)
+		_exit(send_all(srv, big, total) ? 1 : 0);
+	/* A request after every 64 KB read, while more than the buffers
+	 * can hold is still to come: the writer is then inside sendmsg().
+	 */
+	while (got + quiet < total) {
+		n = recv(cli, buf, sizeof(buf), 0);
+		if (!ASSERT_GT(n, 0, "client recv"))
+			goto out;
+		if (memchr(buf, 'D', n)) {
+			PRINT_FAIL("a reply inside the owner's write, near byte %zu\n",
+				   got);
+			goto out;
+		}
+		if ((got + n) / (64 << 10) != got / (64 << 10)) {
+			if (!ASSERT_OK(send_all(cli, "OWNR", 4), "send OWNR"))
+				goto out;
+			sent++;
+		}
+		got += n;
+	}
+	if (!recv_pattern(cli, total - got, 'x', "the owner's write, whole"))
+		goto out;
+	if (!ASSERT_OK(waitpid(pid, &st, 0) == pid ? 0 : -1, "waitpid"))
+		goto out;
+	pid = -1;
+	ASSERT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st), "owner's write");
+	ASSERT_GE(sent, 40, "requests during the write");
+	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), sent,
+		  "requests the kernel kept see-only");
+	if (!owner_got_ownr(srv, sent))
+		goto out;
+	ASSERT_FALSE(readable(cli, 100), "client got nothing else");
+	ASSERT_TRUE(ownr_answered(cli), "answered once the write is over");
+out:
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	free(big);
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+/*
+ * Nor after a write that stopped halfway: a non-blocking send() queued
+ * part of a message the peer's window does not take yet; the client
+ * reads some of it (acknowledgements free memory), then asks.  The
+ * request is see-only until the owner's bytes are all sent.
+ */
+static void test_tcp_owner_unsent(void)
+{
+	const size_t total = 4 << 20;
+	int cli = -1, srv = -1, link = -1;
+	struct tcp_info ti;
+	struct xps_test *skel;
+	char *big = NULL;
+	ssize_t n;
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, 8920, &cli, &srv))
+		goto out;
+	small_buffers(cli, srv);
+	big = malloc(total);
+	if (!ASSERT_OK_PTR(big, "malloc"))
+		goto out;
+	memset(big, 'x', total);
+	n = send(srv, big, total, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (!ASSERT_GT(n, 0, "non-blocking send") ||
+	    !ASSERT_LT(n, (ssize_t)total, "send stopped halfway"))
+		goto out;
+	if (!recv_pattern(cli, 32 << 10, 'x', "the owner's first bytes"))
+		goto out;
+	usleep(50000);
+	get_tcp_info(srv, &ti);
+	if (!ASSERT_GT(ti.tcpi_notsent_bytes, 0, "owner's bytes not yet sent"))
+		goto out;
+	if (!ASSERT_OK(send_all(cli, "OWNR", 4), "send OWNR") ||
+	    !owner_got_ownr(srv, 1))
+		goto out;
+	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), 1,
+		  "request the kernel kept see-only");
+	if (!recv_pattern(cli, n - (32 << 10), 'x', "the owner's write, whole"))
+		goto out;
+	ASSERT_FALSE(readable(cli, 100), "client got nothing else");
+	ASSERT_TRUE(ownr_answered(cli), "answered once the bytes are sent");
+out:
+	free(big);
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+/*
+ * Bytes the program never saw: a connection older than the program, and
+ * one that carried data while the program was detached, are lost to it
+ * (the program no longer runs there, every request goes to the owner); a
+ * connection made after the attach is answered.
+ */
+static void test_tcp_attach_gap(void)
+{
+	int old_cli = -1, old_srv = -1, cli = -1, srv = -1, link = -1;
+	struct xps_test *skel;
+	__u64 runs;
+	char buf[5];
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	if (!tcp_pair(AF_INET, 8930, &old_cli, &old_srv) ||
+	    !ASSERT_OK(send_all(old_cli, "hello", 5), "send before attach") ||
+	    !ASSERT_OK(recv_all(old_srv, buf, 5), "owner recv before attach"))
+		goto out;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0)
+		goto out;
+	if (!ASSERT_OK(send_all(old_cli, "OWNR", 4), "send OWNR (older)") ||
+	    !owner_got_ownr(old_srv, 1))
+		goto out;
+	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), 0,
+		  "program runs on the older connection");
+	ASSERT_FALSE(readable(old_cli, 100), "older connection: no reply");
+
+	if (!tcp_pair(AF_INET, 8931, &cli, &srv) ||
+	    !ASSERT_TRUE(ownr_answered(cli), "newer connection answered"))
+		goto out;
+	/* Detached, bytes pass; re-attached, the connection is lost. */
+	close(link);
+	link = -1;
+	if (!ASSERT_OK(send_all(cli, "gap!", 4), "send while detached") ||
+	    !ASSERT_OK(recv_all(srv, buf, 4), "owner recv while detached"))
+		goto out;
+	runs = stat_get(skel, XPS_TEST_STAT_RUNS);
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0)
+		goto out;
+	if (!ASSERT_OK(send_all(cli, "OWNR", 4), "send OWNR (after gap)") ||
+	    !owner_got_ownr(srv, 1))
+		goto out;
+	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), runs,
+		  "program runs after the gap");
+	ASSERT_FALSE(readable(cli, 100), "after the gap: no reply");
+out:
+	close_fd(old_cli);
+	close_fd(old_srv);
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+/* Data in a Fast Open SYN reaches the owner without the program: the
+ * connection is lost to it (the program does not run there).
+ */
+static void test_tcp_fastopen(void)
+{
+	int l = -1, cli = -1, srv = -1, link = -1, qlen = 8, fd;
+	struct sockaddr_storage ss;
+	struct tcp_info ti;
+	struct xps_test *skel;
+	socklen_t len;
+	char buf[5];
+
+	/* client and server on, no cookie needed either way */
+	fd = open("/proc/sys/net/ipv4/tcp_fastopen", O_WRONLY | O_CLOEXEC);
+	if (!ASSERT_OK_FD(fd, "open tcp_fastopen sysctl"))
+		return;
+	ASSERT_EQ(write(fd, "0x207", 5), 5, "tcp_fastopen = 0x207");
+	close(fd);
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0)
+		goto out;
+	l = listen_on(AF_INET, SOCK_STREAM, "127.0.0.1", 8940);
+	if (!ASSERT_OK_FD(l, "listen") ||
+	    !ASSERT_OK(setsockopt(l, IPPROTO_TCP, TCP_FASTOPEN, &qlen,
+				  sizeof(qlen)), "TCP_FASTOPEN"))
+		goto out;
+	cli = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (!ASSERT_OK_FD(cli, "socket"))
+		goto out;
+	timeouts(cli, 10);
+	len = mkaddr(AF_INET, "127.0.0.1", 8940, &ss);
+	if (!ASSERT_EQ(sendto(cli, "hello", 5, MSG_FASTOPEN, (void *)&ss, len),
+		       5, "sendto(MSG_FASTOPEN)"))
+		goto out;
+	srv = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	if (!ASSERT_OK_FD(srv, "accept"))
+		goto out;
+	timeouts(srv, 10);
+	if (!ASSERT_OK(recv_all(srv, buf, 5), "owner recv SYN data") ||
+	    !ASSERT_STRNEQ(buf, "hello", 5, "SYN data"))
+		goto out;
+	get_tcp_info(cli, &ti);
+	if (!ASSERT_TRUE(ti.tcpi_options & TCPI_OPT_SYN_DATA,
+			 "data went in the SYN"))
+		goto out;
+	if (!ASSERT_OK(send_all(cli, "OWNR", 4), "send OWNR") ||
+	    !owner_got_ownr(srv, 1))
+		goto out;
+	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), 0,
+		  "program runs on the connection");
+	ASSERT_FALSE(readable(cli, 100), "client got no reply");
+out:
+	close_fd(l);
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
 /* The 4-byte @req sent from @cli is answered with the @n bytes at @want. */
 static bool udp_answered(int cli, const struct sockaddr_storage *ss,
 			 socklen_t len, const char *req, const void *want,
@@ -1645,6 +1952,10 @@ static const struct {
 	{ "tcp_pass_tailcall", test_tcp_pass },
 	{ "tcp_backlog", test_tcp_backlog },
 	{ "tcp_kfunc", test_tcp_kfunc },
+	{ "tcp_owner_writing", test_tcp_owner_writing },
+	{ "tcp_owner_unsent", test_tcp_owner_unsent },
+	{ "tcp_attach_gap", test_tcp_attach_gap },
+	{ "tcp_fastopen", test_tcp_fastopen },
 	{ "udp_tx_v4", test_udp_tx_v4 },
 	{ "udp_tx_v6", test_udp_tx_v6 },
 	{ "v4mapped", test_v4mapped },

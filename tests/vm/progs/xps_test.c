@@ -16,6 +16,11 @@
  *   "KPAS"     XPS_PASS after giving the first 4 bytes of `kbuf` as reply
  *   "KTWO"     XPS_TX after giving two replies: bytes 0-3, then 4-7
  *   "KBIG"     XPS_TX after giving a reply of XPS_TCP_TX_MAX + 1 bytes
+ *   "OWNR"     XPS_TX, reply "DONE", as a handler that follows the
+ *              kernel's word: XPS_PASS if the socket's xps_state has
+ *              XPS_SK_SEE_ONLY or XPS_SK_LOST (counted in
+ *              XPS_TEST_STAT_SEE_ONLY), so that the connection is never
+ *              lost and every request tests the kernel's rule afresh
  *   otherwise  XPS_PASS
  *
  * and, on local port 7007, TX of every segment unchanged (stream echo).
@@ -29,6 +34,7 @@
 #include <linux/types.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
 
 #include "xps_test.h"
 
@@ -158,6 +164,31 @@ static __always_inline __u32 kreply(struct __sk_buff *skb, const char *cmd)
 	return XPS_TX;
 }
 
+/* The one field of struct tcp_sock the tests read (CO-RE). */
+struct tcp_sock___xps_test {
+	__u8 xps_state;
+} __attribute__((preserve_access_index));
+
+/* "OWNR": answer only where the kernel allows it. */
+static __always_inline __u32 owner_rule(struct __sk_buff *skb)
+{
+	struct tcp_sock___xps_test *tp;
+	struct bpf_sock *sk = skb->sk;
+
+	if (!sk)
+		return XPS_PASS;
+	tp = (struct tcp_sock___xps_test *)bpf_skc_to_tcp_sock(sk);
+	if (!tp)
+		return XPS_PASS;
+	if (tp->xps_state & (XPS_SK_SEE_ONLY | XPS_SK_LOST)) {
+		count(XPS_TEST_STAT_SEE_ONLY);
+		return XPS_PASS;
+	}
+	if (bpf_skb_store_bytes(skb, 0, "DONE", 4, 0))
+		return XPS_PASS;
+	return XPS_TX;
+}
+
 static long burn(__u32 i, void *ctx)
 {
 	return 0;
@@ -207,6 +238,9 @@ static __always_inline int handle(struct __sk_buff *skb, int tcp)
 		verdict = XPS_PASS;
 	} else if (cmd[0] == 'K') {
 		verdict = kreply(skb, cmd);
+	} else if (tcp && cmd[0] == 'O' && cmd[1] == 'W' && cmd[2] == 'N' &&
+		   cmd[3] == 'R') {
+		verdict = owner_rule(skb);
 	} else if (cmd[0] == 'B' && cmd[1] == 'U' && cmd[2] == 'R' &&
 		   cmd[3] == 'N') {
 		bpf_loop(20000, burn, NULL, 0);
