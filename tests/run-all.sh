@@ -5,7 +5,9 @@
 #   tests/run-all.sh SUITE...   some of: unit verifier api integration vm
 #
 # Suites that cannot run on this machine fail loudly; nothing is skipped
-# silently.
+# silently.  A suite also fails when this machine's kernel logs a splat
+# (WARNING, BUG, KASAN, refcount_t, ...) while it runs (tests/kernel_log.py);
+# the vm suite's guest has its own check (scripts/vm-run.sh).
 set -u
 cd "$(dirname "$0")/.."
 OUT=.output
@@ -17,10 +19,16 @@ fail=0
 
 run() {
 	local name=$1; shift
-	local t0=$SECONDS
+	local t0=$SECONDS rc
 	echo "=== $name"
+	python3 tests/kernel_log.py mark "$OUT/kernel-log.mark"
 	"$@"
-	case $? in
+	rc=$?
+	if ! python3 tests/kernel_log.py check "$OUT/kernel-log.mark"; then
+		name+=": the kernel logged a splat"
+		[ $rc -eq 0 ] && rc=1
+	fi
+	case $rc in
 	0)	results+=("PASS     $name ($((SECONDS - t0))s)") ;;
 	77)	results+=("NOT RUN  $name: see the message above") ;;
 	*)	results+=("FAIL     $name ($((SECONDS - t0))s)")
@@ -42,7 +50,9 @@ for s in "${suites[@]}"; do
 		run "unit: fuzzers, 5 s each (make fuzz runs them longer)" \
 			make -s -C tests/unit fuzz-smoke FUZZ_SECONDS=5
 		run "unit: the selftest kernel patch is generated from tests/vm" \
-			scripts/gen-selftest-patch.sh --check ;;
+			scripts/gen-selftest-patch.sh --check
+		run "unit: the host suites' kernel-log splat check" \
+			python3 tests/kernel_log.py selftest ;;
 	verifier)
 		run "verifier: parsers accepted by this kernel" tests/verifier/gate.sh ;;
 	api)

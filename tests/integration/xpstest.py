@@ -16,6 +16,9 @@ import threading
 import time
 import traceback
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import kernel_log  # noqa: E402  (tests/kernel_log.py)
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OUT = os.path.join(ROOT, ".output")
 XPSCTL = os.path.join(OUT, "xpsctl")
@@ -310,33 +313,15 @@ def main():
         sys.exit(1)
 
 
-# Kernel messages that fail a test: real splats only (the pattern of
-# scripts/vm-run.sh, which checks the guest's whole log after a run).
-SPLAT_RE = re.compile(r"WARNING:|BUG:|KASAN|UBSAN|Oops|general protection fault|"
-                      r"kernel BUG|possible circular locking|possible recursive locking|"
-                      r"inconsistent lock state|suspicious RCU usage|refcount_t:")
-
-
-def kernel_log():
-    p = subprocess.run(["dmesg"], capture_output=True, text=True)
-    return p.stdout.splitlines() if p.returncode == 0 else None
-
-
 def kernel_log_mark():
     """Where the kernel log ends now (None when it cannot be read)."""
-    log = kernel_log()
-    return None if log is None else (len(log), log[-1] if log else "")
+    return kernel_log.mark()
 
 
 def kernel_log_splats(mark):
-    """The splat lines the kernel logged since @mark."""
-    log = kernel_log()
-    if mark is None or log is None:
+    """The splat lines the kernel logged since @mark (tests/kernel_log.py)."""
+    found = kernel_log.splats(mark)
+    if found is None:
         print("    NOTE: the kernel log cannot be read here: no splat check")
         return []
-    n, last = mark
-    # the ring may have wrapped: then everything after the mark's line
-    start = n if n <= len(log) and (n == 0 or log[n - 1] == last) else 0
-    if start == 0 and n:
-        start = next((i + 1 for i, l in enumerate(log) if l == last), 0)
-    return [l for l in log[start:] if SPLAT_RE.search(l)]
+    return found
