@@ -1133,14 +1133,13 @@ out:
 /*
  * Bytes the program never saw: a connection older than the program, and
  * one that carried data while the program was detached, are lost to it
- * (the program no longer runs there, every request goes to the owner); a
- * connection made after the attach is answered.
+ * (it still sees what follows, see-only, and every request goes to the
+ * owner); a connection made after the attach is answered.
  */
 static void test_tcp_attach_gap(void)
 {
 	int old_cli = -1, old_srv = -1, cli = -1, srv = -1, link = -1;
 	struct xps_test *skel;
-	__u64 runs;
 	char buf[5];
 
 	skel = xps_load();
@@ -1156,8 +1155,8 @@ static void test_tcp_attach_gap(void)
 	if (!ASSERT_OK(send_all(old_cli, "OWNR", 4), "send OWNR (older)") ||
 	    !owner_got_ownr(old_srv, 1))
 		goto out;
-	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), 0,
-		  "program runs on the older connection");
+	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), 1,
+		  "older connection lost to the program");
 	ASSERT_FALSE(readable(old_cli, 100), "older connection: no reply");
 
 	if (!tcp_pair(AF_INET, 8931, &cli, &srv) ||
@@ -1169,15 +1168,14 @@ static void test_tcp_attach_gap(void)
 	if (!ASSERT_OK(send_all(cli, "gap!", 4), "send while detached") ||
 	    !ASSERT_OK(recv_all(srv, buf, 4), "owner recv while detached"))
 		goto out;
-	runs = stat_get(skel, XPS_TEST_STAT_RUNS);
 	link = xps_link(skel->progs.xps_tcp, attach_tcp);
 	if (link < 0)
 		goto out;
 	if (!ASSERT_OK(send_all(cli, "OWNR", 4), "send OWNR (after gap)") ||
 	    !owner_got_ownr(srv, 1))
 		goto out;
-	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), runs,
-		  "program runs after the gap");
+	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), 2,
+		  "connection lost to the program after the gap");
 	ASSERT_FALSE(readable(cli, 100), "after the gap: no reply");
 out:
 	close_fd(old_cli);
@@ -1189,7 +1187,7 @@ out:
 }
 
 /* Data in a Fast Open SYN reaches the owner without the program: the
- * connection is lost to it (the program does not run there).
+ * connection is lost to it.
  */
 static void test_tcp_fastopen(void)
 {
@@ -1239,8 +1237,8 @@ static void test_tcp_fastopen(void)
 	if (!ASSERT_OK(send_all(cli, "OWNR", 4), "send OWNR") ||
 	    !owner_got_ownr(srv, 1))
 		goto out;
-	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), 0,
-		  "program runs on the connection");
+	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), 1,
+		  "connection lost to the program");
 	ASSERT_FALSE(readable(cli, 100), "client got no reply");
 out:
 	close_fd(l);
@@ -1366,6 +1364,124 @@ static void test_udp_tx_v4(void)
 static void test_udp_tx_v6(void)
 {
 	udp_tx(AF_INET6);
+}
+
+/*
+ * A reply the stack fails to send (here a TC egress program drops it, so
+ * that the send returns NET_XMIT_DROP) leaves the request to the owner,
+ * instead of consuming it with nobody answering.
+ */
+static void udp_send_fails(int family)
+{
+	const char *any = family == AF_INET6 ? "::" : "0.0.0.0";
+	const char *dst = family == AF_INET6 ? "::1" : "127.0.0.1";
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = 1,
+		    .attach_point = BPF_TC_EGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, tc);
+	int srv = -1, cli = -1, link = -1, port = 9100 + family;
+	struct sockaddr_storage ss;
+	struct xps_test *skel;
+	bool hooked = false;
+	socklen_t len;
+	char buf[64];
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_udp, attach_udp);
+	if (link < 0)
+		goto out;
+	srv = listen_on(family, SOCK_DGRAM, any, port);
+	if (!ASSERT_OK_FD(srv, "bind"))
+		goto out;
+	timeouts(srv, 5);
+	cli = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (!ASSERT_OK_FD(cli, "socket"))
+		goto out;
+	timeouts(cli, 5);
+	len = mkaddr(family, dst, port, &ss);
+	if (!udp_answered(cli, &ss, len, "PING", "PONG", 4))
+		goto out;
+
+	skel->bss->drop_port = port;
+	if (!ASSERT_OK(bpf_tc_hook_create(&hook), "clsact on lo"))
+		goto out;
+	hooked = true;
+	tc.prog_fd = bpf_program__fd(skel->progs.drop_replies);
+	if (!ASSERT_OK(bpf_tc_attach(&hook, &tc), "drop_replies on lo egress"))
+		goto out;
+	if (!udp_to_owner(cli, srv, &ss, len, "PING-lost"))
+		goto out;
+	ASSERT_LT(recv(cli, buf, sizeof(buf), MSG_DONTWAIT), 0,
+		  "client got a reply");
+	ASSERT_EQ(stat_get(skel, XPS_TX), 2, "TX verdicts (both PINGs)");
+out:
+	if (hooked) {
+		hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
+		bpf_tc_hook_destroy(&hook);
+	}
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+static void test_udp_send_fails_v4(void)
+{
+	udp_send_fails(AF_INET);
+}
+
+static void test_udp_send_fails_v6(void)
+{
+	udp_send_fails(AF_INET6);
+}
+
+/* A request from port 0 cannot be answered: the owner gets it. */
+static void test_udp_port_zero(void)
+{
+	int srv = -1, raw = -1, link = -1, port = 9150;
+	struct sockaddr_storage ss, from;
+	socklen_t len, fl = sizeof(from);
+	struct xps_test *skel;
+	struct {
+		__be16 source, dest, len, check;
+		char data[8];
+	} dg = { .data = "PING-p0!" };
+	char buf[64];
+	ssize_t n;
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_udp, attach_udp);
+	if (link < 0)
+		goto out;
+	srv = listen_on(AF_INET, SOCK_DGRAM, "0.0.0.0", port);
+	if (!ASSERT_OK_FD(srv, "bind"))
+		goto out;
+	timeouts(srv, 5);
+	/* The kernel builds the IP header; no UDP checksum (0) on IPv4. */
+	raw = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP);
+	if (!ASSERT_OK_FD(raw, "raw socket"))
+		goto out;
+	dg.dest = htons(port);
+	dg.len = htons(sizeof(dg));
+	len = mkaddr(AF_INET, "127.0.0.1", 0, &ss);
+	if (!ASSERT_EQ(sendto(raw, &dg, sizeof(dg), 0, (void *)&ss, len),
+		       (ssize_t)sizeof(dg), "send from port 0"))
+		goto out;
+	n = recvfrom(srv, buf, sizeof(buf), 0, (void *)&from, &fl);
+	if (!ASSERT_EQ(n, 8, "owner's datagram length"))
+		goto out;
+	ASSERT_STRNEQ(buf, "PING-p0!", 8, "owner got the request intact");
+	ASSERT_EQ(ntohs(((struct sockaddr_in *)&from)->sin_port), 0,
+		  "from port 0");
+	ASSERT_EQ(stat_get(skel, XPS_TX), 1, "TX verdict");
+out:
+	close_fd(raw);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
 }
 
 /* IPv4 clients of a dual-stack IPv6 socket (v4-mapped), TCP and UDP. */
@@ -1958,6 +2074,9 @@ static const struct {
 	{ "tcp_fastopen", test_tcp_fastopen },
 	{ "udp_tx_v4", test_udp_tx_v4 },
 	{ "udp_tx_v6", test_udp_tx_v6 },
+	{ "udp_send_fails_v4", test_udp_send_fails_v4 },
+	{ "udp_send_fails_v6", test_udp_send_fails_v6 },
+	{ "udp_port_zero", test_udp_port_zero },
 	{ "v4mapped", test_v4mapped },
 	{ "attach_detach_traffic", test_attach_detach },
 	{ "netns_isolation", test_netns_isolation },

@@ -24,6 +24,8 @@
  *   otherwise  XPS_PASS
  *
  * and, on local port 7007, TX of every segment unchanged (stream echo).
+ * drop_replies, a TC egress program, drops the UDP datagrams sent from
+ * port `drop_port` (a reply the stack fails to send).
  * Only sockets with a local port in [XPS_TEST_PORT_MIN, XPS_TEST_PORT_MAX]
  * (the tests' servers) are answered.
  * Each run that does not pass records the context the program saw in
@@ -31,6 +33,9 @@
  * what bpf_xps_reply() returned in `kret`.
  */
 #include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/pkt_cls.h>
 #include <linux/types.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -278,6 +283,35 @@ int tail_handler(struct __sk_buff *skb)
 		return XPS_DROP;
 	record(skb, XPS_TX);
 	return XPS_TX;
+}
+
+/* UDP source port (host order) whose datagrams drop_replies drops. */
+__u32 drop_port;
+
+/* On lo's egress: the frames carry an Ethernet header, IP has no options
+ * (the tests send none), so the UDP header sits at a fixed offset.
+ */
+SEC("tc")
+int drop_replies(struct __sk_buff *skb)
+{
+	__u32 l4 = ETH_HLEN;
+	__u8 proto;
+	__be16 sport;
+
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		if (bpf_skb_load_bytes(skb, ETH_HLEN + 9, &proto, 1))
+			return TC_ACT_OK;
+		l4 += 20;
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		if (bpf_skb_load_bytes(skb, ETH_HLEN + 6, &proto, 1))
+			return TC_ACT_OK;
+		l4 += 40;
+	} else {
+		return TC_ACT_OK;
+	}
+	if (proto != IPPROTO_UDP || bpf_skb_load_bytes(skb, l4, &sport, 2))
+		return TC_ACT_OK;
+	return bpf_ntohs(sport) == drop_port ? TC_ACT_SHOT : TC_ACT_OK;
 }
 
 /* Loaded with a sockmap attach type: must not attach as XPS. */
