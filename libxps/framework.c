@@ -85,8 +85,9 @@ int native_attach_type(const char *name)
 
 /*
  * Whether the running kernel has the native hook's reply kfunc,
- * bpf_xps_reply() (kernel patch 0008), in its BTF.  Read once: vmlinux
- * BTF takes milliseconds to parse, and every native context asks.
+ * bpf_xps_reply() (kernel patch "bpf: Let XPS programs answer from a
+ * buffer"), in its BTF.  Read once: vmlinux BTF takes milliseconds to
+ * parse, and every native context asks.
  */
 bool kernel_has_reply_kfunc(void)
 {
