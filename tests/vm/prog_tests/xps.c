@@ -37,6 +37,13 @@
 #include "xps_test.h"
 #include "xps_test.skel.h"
 
+/* The socket option of the series (linux/tcp.h), unknown to the system's
+ * headers.
+ */
+#ifndef TCP_XPS
+#define TCP_XPS 50
+#endif
+
 /* Bound of every wait for something to happen: the kernel usually takes
  * microseconds, but the test also runs in emulated guests.
  */
@@ -227,6 +234,7 @@ static void timeouts(int fd, int sec)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
+/* A TCP listener opts in to the hook (TCP_XPS): its children inherit it. */
 static int listen_on(int family, int type, const char *ip, int port)
 {
 	struct sockaddr_storage ss;
@@ -237,7 +245,9 @@ static int listen_on(int family, int type, const char *ip, int port)
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (void *)&ss, len) ||
+	if ((type == SOCK_STREAM &&
+	     setsockopt(fd, IPPROTO_TCP, TCP_XPS, &one, sizeof(one))) ||
+	    bind(fd, (void *)&ss, len) ||
 	    (type == SOCK_STREAM && listen(fd, 8))) {
 		close(fd);
 		return -1;
@@ -1248,6 +1258,88 @@ out:
 	xps_test__destroy(skel);
 }
 
+static int tcp_xps_get(int fd)
+{
+	socklen_t len = sizeof(int);
+	int v = -1;
+
+	if (getsockopt(fd, IPPROTO_TCP, TCP_XPS, &v, &len))
+		return -errno;
+	return v;
+}
+
+/*
+ * The hook runs only on sockets that opted in (TCP_XPS): not on the
+ * connection of a listener that did not, until that socket opts in; it
+ * is then lost to the program, which missed its first bytes.  A listener
+ * that opts in passes it to its children.
+ */
+static void test_tcp_opt_in(void)
+{
+	int l = -1, cli = -1, srv = -1, link = -1, zero = 0, one = 1;
+	struct xps_test *skel;
+	char buf[8];
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0)
+		goto out;
+	l = listen_on(AF_INET, SOCK_STREAM, "127.0.0.1", 8950);
+	if (!ASSERT_OK_FD(l, "listen") ||
+	    !ASSERT_EQ(tcp_xps_get(l), 1, "listener opted in") ||
+	    !ASSERT_OK(setsockopt(l, IPPROTO_TCP, TCP_XPS, &zero, sizeof(zero)),
+		       "listener opts out"))
+		goto out;
+	cli = connect_to(AF_INET, "127.0.0.1", 8950);
+	if (!ASSERT_OK_FD(cli, "connect"))
+		goto out;
+	srv = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	if (!ASSERT_OK_FD(srv, "accept"))
+		goto out;
+	timeouts(srv, 10);
+	ASSERT_EQ(tcp_xps_get(srv), 0, "child of a listener that opted out");
+	if (!ASSERT_OK(send_all(cli, "PING0001", 8), "send PING") ||
+	    !ASSERT_OK(recv_all(srv, buf, 8), "owner recv"))
+		goto out;
+	ASSERT_STRNEQ(buf, "PING0001", 8, "owner got the request");
+	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), 0,
+		  "program runs on a socket that did not opt in");
+
+	if (!ASSERT_OK(setsockopt(srv, IPPROTO_TCP, TCP_XPS, &one, sizeof(one)),
+		       "accepted socket opts in") ||
+	    !ASSERT_EQ(tcp_xps_get(srv), 1, "opted in"))
+		goto out;
+	if (!ASSERT_OK(send_all(cli, "OWNR", 4), "send OWNR") ||
+	    !owner_got_ownr(srv, 1))
+		goto out;
+	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), 1,
+		  "late opt-in: the connection is lost to the program");
+	close(cli);
+	close(srv);
+	srv = -1;
+
+	if (!ASSERT_OK(setsockopt(l, IPPROTO_TCP, TCP_XPS, &one, sizeof(one)),
+		       "listener opts in"))
+		goto out;
+	cli = connect_to(AF_INET, "127.0.0.1", 8950);
+	if (!ASSERT_OK_FD(cli, "connect"))
+		goto out;
+	srv = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	if (!ASSERT_OK_FD(srv, "accept"))
+		goto out;
+	ASSERT_EQ(tcp_xps_get(srv), 1, "child inherits the opt-in");
+	ASSERT_EQ(tcp_xps_get(cli), 0, "client socket did not opt in");
+	ASSERT_TRUE(ownr_answered(cli), "answered on the child");
+out:
+	close_fd(l);
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
 /* The 4-byte @req sent from @cli is answered with the @n bytes at @want. */
 static bool udp_answered(int cli, const struct sockaddr_storage *ss,
 			 socklen_t len, const char *req, const void *want,
@@ -2017,6 +2109,7 @@ static const struct {
 	{ "tcp_owner_unsent", test_tcp_owner_unsent },
 	{ "tcp_attach_gap", test_tcp_attach_gap },
 	{ "tcp_fastopen", test_tcp_fastopen },
+	{ "tcp_opt_in", test_tcp_opt_in },
 	{ "udp_tx_v4", test_udp_tx_v4 },
 	{ "udp_tx_v6", test_udp_tx_v6 },
 	{ "udp_send_fails_v4", test_udp_send_fails_v4 },
