@@ -151,9 +151,17 @@ int xps_sockops(struct bpf_sock_ops *skops)
 		return 1;
 	}
 	/*
-	 * The native hook needs no enrolment, but handlers keep their
-	 * per-connection state here (xps_conn_state()) on both backends.
+	 * The native hook runs only on sockets that opted in (TCP_XPS);
+	 * this callback runs in tcp_init_transfer(), before any payload.
+	 * A kernel without the opt-in refuses the option and runs the hook
+	 * on every socket.  Handlers keep their per-connection state here
+	 * (xps_conn_state()) on both backends.
 	 */
+	if (cfg->backend_tcp == XPS_BACKEND_NATIVE) {
+		int one = 1;
+
+		bpf_setsockopt(skops, IPPROTO_TCP, TCP_XPS, &one, sizeof(one));
+	}
 	if (cfg->backend_tcp == XPS_BACKEND_SOCKMAP &&
 	    bpf_sock_hash_update(skops, &xps_sockhash, &cookie, BPF_NOEXIST)) {
 		bpf_map_delete_elem(&xps_conns, &cookie);

@@ -68,7 +68,8 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 			if (st & XPS_SK_LOST)
 				xps__lose_count(conn);
 			run->write_seq = tp->write_seq;
-			run->may_consume = !st &&
+			run->may_consume = !(st & (XPS_SK_SEE_ONLY |
+						   XPS_SK_LOST)) &&
 					   conn_may_answer(conn, tp->write_seq);
 		}
 	}

@@ -12,9 +12,11 @@
  *    woken, and on the segments the out-of-order queue hands to the owner.
  *    The program sees every byte the owner reads, once and in order; it
  *    may consume a segment only while the owner has nothing unread
- *    (copied_seq == rcv_nxt), has accepted the connection and the
- *    connection can send.  Otherwise it runs with XPS_SK_SEE_ONLY set in
- *    the socket's xps_state and its verdict must be XPS_PASS.
+ *    (copied_seq == rcv_nxt), has accepted the connection, is not inside
+ *    a write (sendmsg) and has no written bytes queued but unsent, and
+ *    the connection can send: a reply never lands inside one of the
+ *    owner's writes.  Otherwise it runs with XPS_SK_SEE_ONLY set in the
+ *    socket's xps_state and its verdict must be XPS_PASS.
  *  - UDP: after socket lookup and checksum validation, before the datagram is
  *    queued to the socket.
  *
@@ -25,7 +27,10 @@
  *    fields describe the flow.
  *  - The program may rewrite the payload in place (bpf_skb_store_bytes) and
  *    change its length (bpf_skb_change_tail); on XPS_TX the payload as the
- *    program left it is sent back to the peer.
+ *    program left it is sent back to the peer.  Or it gives the reply's
+ *    bytes to the kfunc bpf_xps_reply(), which the hooks copy once into
+ *    the reply (the TCP hook onto the connection's write queue) without
+ *    rewriting the payload.
  *
  * Return values are enum xps_verdict (linux/bpf.h, beside the attach
  * types).  Any other value, and any failure of the hook before the program
@@ -41,7 +46,12 @@
  * Not in the kernel's copy of this header: the verdicts, for builds
  * against a linux/bpf.h without them (every kernel but the patched one;
  * the patched kernel defines them beside enum sk_action, and
- * XPS_VERDICT_MAX with them).
+ * XPS_VERDICT_MAX with them), and the socket option TCP_XPS (linux/tcp.h
+ * of the patched kernel).
+ *
+ * XPS programs are SK_SKB programs, but their verdicts are not SK_DROP
+ * and SK_PASS: XPS_PASS is 0, which is SK_DROP's number, and SK_PASS (1)
+ * is XPS_DROP.  An XPS program must return these names.
  */
 #ifndef XPS_VERDICT_MAX
 enum xps_verdict {
@@ -63,16 +73,26 @@ enum xps_verdict {
 #define XPS_VERDICT_MAX (__XPS_VERDICT_MAX - 1)
 #endif
 
+#ifndef TCP_XPS
+#define TCP_XPS 50	/* setsockopt(SOL_TCP): run the hook on this socket */
+#endif
+
 /*
  * TCP: bits of struct tcp_sock's xps_state, which the program reads through
  * BTF (CO-RE).  XPS_SK_SEE_ONLY: this segment goes to the owner whatever
  * the verdict.  XPS_SK_LOST: bytes reached the owner that the program did
- * not see, or a verdict could not be carried out: the program can no longer
- * tell what the owner still owes the peer, and every later segment of the
- * connection is see-only.
+ * not see (among them bytes that arrived before it was attached or while
+ * it was detached, and Fast Open data), or a verdict could not be carried
+ * out: the program can no longer tell what the owner still owes the peer,
+ * and every later segment of the connection is see-only.
+ * XPS_SK_ENROLLED: the hook runs on this socket at all; set with
+ * setsockopt(SOL_TCP, TCP_XPS) on it or on the listener it was accepted
+ * from, or with bpf_setsockopt() from a sock_ops program.  The hook
+ * costs a socket that did not opt in one test per segment.
  */
 #define XPS_SK_SEE_ONLY	1
 #define XPS_SK_LOST	2
+#define XPS_SK_ENROLLED	4
 
 /* Largest payload an XPS_TX reply may carry on TCP and on UDP. */
 #define XPS_TCP_TX_MAX 65536
