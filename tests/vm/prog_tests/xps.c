@@ -998,16 +998,25 @@ static bool owner_got_ownr(int srv, int n)
 	return true;
 }
 
-/* Small buffers, so that a write of a few MB has to wait for the reader;
- * every request of the client in a segment of its own.
+/*
+ * A pair with small buffers, so that a write of a few MB has to wait for
+ * the reader, every request of the client in a segment of its own; and
+ * @total bytes of 'x' for the owner to write.  NULL on failure.
  */
-static void small_buffers(int cli, int srv)
+static char *slow_reader_pair(int port, size_t total, int *cli, int *srv)
 {
 	int sz = 64 << 10, one = 1;
+	char *big;
 
-	setsockopt(srv, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-	setsockopt(cli, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	setsockopt(cli, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!tcp_pair(AF_INET, port, cli, srv))
+		return NULL;
+	setsockopt(*srv, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	setsockopt(*cli, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	setsockopt(*cli, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	big = malloc(total);
+	if (!ASSERT_OK_PTR(big, "malloc"))
+		return NULL;
+	return memset(big, 'x', total);
 }
 
 /*
@@ -1031,13 +1040,11 @@ static void test_tcp_owner_writing(void)
 	if (!skel)
 		return;
 	link = xps_link(skel->progs.xps_tcp, attach_tcp);
-	if (link < 0 || !tcp_pair(AF_INET, 8910, &cli, &srv))
+	if (link < 0)
 		goto out;
-	small_buffers(cli, srv);
-	big = malloc(total);
-	if (!ASSERT_OK_PTR(big, "malloc"))
+	big = slow_reader_pair(8910, total, &cli, &srv);
+	if (!big)
 		goto out;
-	memset(big, 'x', total);
 	pid = fork();
 	if (!ASSERT_GE(pid, 0, "fork"))
 		goto out;
@@ -1106,13 +1113,11 @@ static void test_tcp_owner_unsent(void)
 	if (!skel)
 		return;
 	link = xps_link(skel->progs.xps_tcp, attach_tcp);
-	if (link < 0 || !tcp_pair(AF_INET, 8920, &cli, &srv))
+	if (link < 0)
 		goto out;
-	small_buffers(cli, srv);
-	big = malloc(total);
-	if (!ASSERT_OK_PTR(big, "malloc"))
+	big = slow_reader_pair(8920, total, &cli, &srv);
+	if (!big)
 		goto out;
-	memset(big, 'x', total);
 	n = send(srv, big, total, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (!ASSERT_GT(n, 0, "non-blocking send") ||
 	    !ASSERT_LT(n, (ssize_t)total, "send stopped halfway"))
@@ -1340,6 +1345,27 @@ out:
 	xps_test__destroy(skel);
 }
 
+/*
+ * A UDP server on the wildcard address of @family, port @port, and a
+ * client socket; *@ss, *@len: the server's address @dst.
+ */
+static bool udp_pair(int family, const char *dst, int port, int *srv,
+		     int *cli, struct sockaddr_storage *ss, socklen_t *len)
+{
+	const char *any = family == AF_INET6 ? "::" : "0.0.0.0";
+
+	*srv = listen_on(family, SOCK_DGRAM, any, port);
+	if (!ASSERT_OK_FD(*srv, "bind"))
+		return false;
+	timeouts(*srv, 5);
+	*cli = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (!ASSERT_OK_FD(*cli, "socket"))
+		return false;
+	timeouts(*cli, 5);
+	*len = mkaddr(family, dst, port, ss);
+	return true;
+}
+
 /* The 4-byte @req sent from @cli is answered with the @n bytes at @want. */
 static bool udp_answered(int cli, const struct sockaddr_storage *ss,
 			 socklen_t len, const char *req, const void *want,
@@ -1372,7 +1398,6 @@ static bool udp_to_owner(int cli, int srv, const struct sockaddr_storage *ss,
 
 static void udp_tx(int family)
 {
-	const char *any = family == AF_INET6 ? "::" : "0.0.0.0";
 	const char *dst = family == AF_INET6 ? "::1" : "127.0.0.2";
 	int srv = -1, cli = -1, link = -1, port = 9000 + family;
 	static struct xps_test_kbuf kb;
@@ -1388,15 +1413,8 @@ static void udp_tx(int family)
 	link = xps_link(skel->progs.xps_udp, attach_udp);
 	if (link < 0)
 		goto out;
-	srv = listen_on(family, SOCK_DGRAM, any, port);
-	if (!ASSERT_OK_FD(srv, "bind"))
+	if (!udp_pair(family, dst, port, &srv, &cli, &ss, &len))
 		goto out;
-	timeouts(srv, 5);
-	cli = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (!ASSERT_OK_FD(cli, "socket"))
-		goto out;
-	timeouts(cli, 5);
-	len = mkaddr(family, dst, port, &ss);
 
 	/* TX: from the address the request was sent to. */
 	if (!ASSERT_EQ(sendto(cli, "PING-udp", 8, 0, (void *)&ss, len), 8,
@@ -1465,7 +1483,6 @@ static void test_udp_tx_v6(void)
  */
 static void udp_send_fails(int family)
 {
-	const char *any = family == AF_INET6 ? "::" : "0.0.0.0";
 	const char *dst = family == AF_INET6 ? "::1" : "127.0.0.1";
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = 1,
 		    .attach_point = BPF_TC_EGRESS);
@@ -1483,15 +1500,8 @@ static void udp_send_fails(int family)
 	link = xps_link(skel->progs.xps_udp, attach_udp);
 	if (link < 0)
 		goto out;
-	srv = listen_on(family, SOCK_DGRAM, any, port);
-	if (!ASSERT_OK_FD(srv, "bind"))
+	if (!udp_pair(family, dst, port, &srv, &cli, &ss, &len))
 		goto out;
-	timeouts(srv, 5);
-	cli = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (!ASSERT_OK_FD(cli, "socket"))
-		goto out;
-	timeouts(cli, 5);
-	len = mkaddr(family, dst, port, &ss);
 	if (!udp_answered(cli, &ss, len, "PING", "PONG", 4))
 		goto out;
 
