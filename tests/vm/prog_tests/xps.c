@@ -999,6 +999,22 @@ static bool owner_got_ownr(int srv, int n)
 }
 
 /*
+ * An "OWNR" request on @cli reaches the owner @srv, the program having
+ * seen it see-only (its @see_only-th such run), and the client gets no
+ * reply: the kernel kept the request from the program, as @what says.
+ */
+static bool ownr_to_owner(struct xps_test *skel, int cli, int srv,
+			  __u64 see_only, const char *what)
+{
+	if (!ASSERT_OK(send_all(cli, "OWNR", 4), "send OWNR") ||
+	    !owner_got_ownr(srv, 1))
+		return false;
+	return ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), see_only,
+			 what) &&
+	       ASSERT_FALSE(readable(cli, 100), "client got no reply");
+}
+
+/*
  * A pair with small buffers, so that a write of a few MB has to wait for
  * the reader, every request of the client in a segment of its own; and
  * @total bytes of 'x' for the owner to write.  NULL on failure.
@@ -1167,12 +1183,9 @@ static void test_tcp_attach_gap(void)
 	link = xps_link(skel->progs.xps_tcp, attach_tcp);
 	if (link < 0)
 		goto out;
-	if (!ASSERT_OK(send_all(old_cli, "OWNR", 4), "send OWNR (older)") ||
-	    !owner_got_ownr(old_srv, 1))
+	if (!ownr_to_owner(skel, old_cli, old_srv, 1,
+			   "older connection lost to the program"))
 		goto out;
-	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), 1,
-		  "older connection lost to the program");
-	ASSERT_FALSE(readable(old_cli, 100), "older connection: no reply");
 
 	if (!tcp_pair(AF_INET, 8931, &cli, &srv) ||
 	    !ASSERT_TRUE(ownr_answered(cli), "newer connection answered"))
@@ -1186,12 +1199,8 @@ static void test_tcp_attach_gap(void)
 	link = xps_link(skel->progs.xps_tcp, attach_tcp);
 	if (link < 0)
 		goto out;
-	if (!ASSERT_OK(send_all(cli, "OWNR", 4), "send OWNR (after gap)") ||
-	    !owner_got_ownr(srv, 1))
-		goto out;
-	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), 2,
-		  "connection lost to the program after the gap");
-	ASSERT_FALSE(readable(cli, 100), "after the gap: no reply");
+	ownr_to_owner(skel, cli, srv, 2,
+		      "connection lost to the program after the gap");
 out:
 	close_fd(old_cli);
 	close_fd(old_srv);
@@ -1249,12 +1258,7 @@ static void test_tcp_fastopen(void)
 	if (!ASSERT_TRUE(ti.tcpi_options & TCPI_OPT_SYN_DATA,
 			 "data went in the SYN"))
 		goto out;
-	if (!ASSERT_OK(send_all(cli, "OWNR", 4), "send OWNR") ||
-	    !owner_got_ownr(srv, 1))
-		goto out;
-	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), 1,
-		  "connection lost to the program");
-	ASSERT_FALSE(readable(cli, 100), "client got no reply");
+	ownr_to_owner(skel, cli, srv, 1, "connection lost to the program");
 out:
 	close_fd(l);
 	close_fd(cli);
@@ -1316,11 +1320,9 @@ static void test_tcp_opt_in(void)
 		       "accepted socket opts in") ||
 	    !ASSERT_EQ(tcp_xps_get(srv), 1, "opted in"))
 		goto out;
-	if (!ASSERT_OK(send_all(cli, "OWNR", 4), "send OWNR") ||
-	    !owner_got_ownr(srv, 1))
+	if (!ownr_to_owner(skel, cli, srv, 1,
+			   "late opt-in: the connection is lost to the program"))
 		goto out;
-	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), 1,
-		  "late opt-in: the connection is lost to the program");
 	close(cli);
 	close(srv);
 	srv = -1;
