@@ -1485,10 +1485,10 @@ static void test_udp_tx_v6(void)
  */
 static void udp_send_fails(int family)
 {
-	const char *dst = family == AF_INET6 ? "::1" : "127.0.0.1";
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = 1,
 		    .attach_point = BPF_TC_EGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, tc);
+	const char *dst = family == AF_INET6 ? "::1" : "127.0.0.1";
 	int srv = -1, cli = -1, link = -1, port = 9100 + family;
 	struct sockaddr_storage ss;
 	struct xps_test *skel;
