@@ -23,16 +23,7 @@ PKG_CONFIG ?= pkg-config
 PREFIX ?= /usr/local
 SYSTEMD_UNITDIR ?= $(PREFIX)/lib/systemd/system
 
-ARCH_TRIPLET := $(shell $(CC) -dumpmachine 2>/dev/null)
-BPF_ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
-
-ifeq ($(V),1)
-Q =
-msg =
-else
-Q = @
-msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
-endif
+include mk/tools.mk
 
 # $(OUTPUT)/include holds the services' shared headers where they are
 # installed (<xps/redis.h>), for the tests and benchmarks that use them
