@@ -15,7 +15,7 @@
 /* stats[] slots: 0..3 count verdicts. */
 #define XPS_TEST_STAT_RUNS	4
 #define XPS_TEST_STAT_OWNER	5	/* runs in the owner's context */
-#define XPS_TEST_STAT_SEE_ONLY	6	/* "OWNR" runs the kernel made see-only */
+#define XPS_TEST_STAT_SEE_ONLY	6	/* "OWNR" requests kept see-only */
 #define XPS_TEST_NSTATS		7
 
 /* The buffer bpf_xps_reply() answers from: one byte over XPS_TCP_TX_MAX. */

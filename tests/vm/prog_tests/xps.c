@@ -1016,7 +1016,8 @@ static bool ownr_to_owner(struct xps_test *skel, int cli, int srv,
 
 /*
  * A pair with small buffers, so that a write of a few MB has to wait for
- * the reader, every request of the client in a segment of its own; and
+ * the reader, every request of the client sent in a segment of its own
+ * (the server's backlog may still join two into one run); and
  * @total bytes of 'x' for the owner to write.  NULL on failure.
  */
 static char *slow_reader_pair(int port, size_t total, int *cli, int *srv)
