@@ -278,7 +278,7 @@ test-debug: all tests
 	$(Q)scripts/deps.sh test
 	$(Q)scripts/vm-test.sh --debug
 
-demo: all
+demo: all $(KVLOAD)
 	$(Q)scripts/deps.sh test
 	$(Q)scripts/demo.sh
 

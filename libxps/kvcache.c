@@ -78,6 +78,9 @@ struct xps_kvcache {
 	int caps_fd, ring_fd;
 	__u32 ring_id;
 	struct ring_buffer *rb;
+	/* write-through: our data map in the framework's xps_kv_datas */
+	int datas_fd;
+	__u32 data_id;
 	struct kv_arm arms[ARM_SLOTS];
 	struct xps_kv_learned learned[KQ_SIZE];
 	struct kq lq;
@@ -103,6 +106,50 @@ static void ring_detach(struct xps_kvcache *kc)
 	kc->caps_fd = kc->ring_fd = -1;
 }
 
+/*
+ * Put the context's data map in the framework's slot, where the egress
+ * step commits the values of writes the handler made records for
+ * (docs/coherence.md, "Writes committed by the kernel").
+ */
+static int data_attach(struct xps_kvcache *kc)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int err;
+
+	kc->datas_fd = bpf_obj_get(XPS_FW_PIN("xps_kv_datas"));
+	if (kc->datas_fd < 0) {
+		err = -errno;
+		pr_warn("cannot open the framework's xps_kv_datas map: %s (loaded by an older XPS? remove it with 'xpsctl reset')\n",
+			strerror(-err));
+		return err;
+	}
+	if (bpf_obj_get_info_by_fd(kc->data_fd, &info, &len) ||
+	    bpf_map_update_elem(kc->datas_fd, &kc->slot, &kc->data_fd,
+				BPF_ANY)) {
+		err = -errno;
+		pr_warn("cannot install the data map of '%s' for write-through: %s\n",
+			kc->name, strerror(-err));
+		return err;
+	}
+	kc->data_id = info.id;
+	return 0;
+}
+
+/* Take our data map out of the framework's slot, unless another took it. */
+static void data_detach(struct xps_kvcache *kc)
+{
+	__u32 id = 0;
+
+	if (kc->datas_fd >= 0 && kc->data_id &&
+	    !bpf_map_lookup_elem(kc->datas_fd, &kc->slot, &id) &&
+	    id == kc->data_id)
+		bpf_map_delete_elem(kc->datas_fd, &kc->slot);
+	if (kc->datas_fd >= 0)
+		close(kc->datas_fd);
+	kc->datas_fd = -1;
+}
+
 void xps_kvcache__close(struct xps_kvcache *kc)
 {
 	int *fds[7];
@@ -117,6 +164,7 @@ void xps_kvcache__close(struct xps_kvcache *kc)
 	fds[4] = &kc->config_fd;
 	fds[5] = &kc->conns_fd;
 	fds[6] = &kc->wpend_fd;
+	data_detach(kc);
 	ring_detach(kc);
 	ring_buffer__free(kc->rb);
 	free(kc->wpend);
@@ -207,6 +255,7 @@ struct xps_kvcache *xps_kvcache__open(const struct xps_context *ctx,
 	if (!kc)
 		return libxps_err_ptr(-ENOMEM);
 	kc->caps_fd = kc->ring_fd = kc->wpend_fd = kc->servers_fd = -1;
+	kc->datas_fd = -1;
 	snprintf(kc->name, sizeof(kc->name), "%s", xps_context__name(ctx));
 	kc->port = info.pred.lport;
 	kc->skip_ns = OPTS_GET(opts, skip_ns, 0) ?: SKIP_NS_DEFAULT;
@@ -226,6 +275,8 @@ struct xps_kvcache *xps_kvcache__open(const struct xps_context *ctx,
 		goto fail;
 	}
 	err = ring_attach(kc, ctx->slot);
+	if (!err)
+		err = data_attach(kc);
 	if (err)
 		goto fail;
 	kc->servers_fd = xps_framework__map_fd(XPS_FW_MAP_SERVERS);

@@ -124,6 +124,8 @@ int xps_sockops(struct bpf_sock_ops *skops)
 						     c->unacked);
 			if (c)
 				release_key_writes(c);
+			if (c && c->wt_reply)
+				bpf_map_delete_elem(&xps_kv_wt, &cookie);
 			bpf_map_delete_elem(&xps_conns, &cookie);
 			bpf_map_delete_elem(&xps_stash, &cookie);
 		}

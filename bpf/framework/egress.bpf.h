@@ -2,8 +2,9 @@
 /*
  * The egress step, on both TCP backends: xps_tc_egress counts the replies
  * a service sends (docs/ordering.md), captures the ones handlers asked
- * for, releases answered writes on the native backend, and completes the
- * stock backend's RESET.  Part of xps_framework.bpf.c.
+ * for, commits the values of the writes they made records for, releases
+ * answered writes on the native backend, and completes the stock
+ * backend's RESET.  Part of xps_framework.bpf.c.
  */
 #ifndef __XPS_FW_EGRESS_BPF_H
 #define __XPS_FW_EGRESS_BPF_H
@@ -174,6 +175,41 @@ static __always_inline void capture_emit(struct __sk_buff *skb,
 }
 
 /*
+ * Write-through (struct xps_kv_wt, docs/coherence.md): reply number
+ * @reply, which answers a write a kv-cache handler made a record for, has
+ * been counted.  The record's value goes into its context's data map when
+ * that reply is the first of this segment (@here: it starts at @start)
+ * and begins with the bytes the handler expects of a write that took
+ * effect; either way the record is dropped.  A value committed after a
+ * later write of its key carries a stamp that is no longer current: it
+ * is never served, and only costs that key a miss.
+ */
+static __always_inline void wt_commit(struct __sk_buff *skb, __u64 cookie,
+				      __u32 reply, int here, __u32 start,
+				      __u32 end)
+{
+	struct xps_config *cfg = config();
+	struct xps_kv_wt *rec;
+	__u64 got = 0, mask;
+	void *data;
+	__u32 n;
+
+	rec = bpf_map_lookup_elem(&xps_kv_wt, &cookie);
+	if (!rec)
+		return;
+	n = rec->expect_len;
+	if (here && cfg && rec->reply == reply &&
+	    rec->gen == cfg->generation && n >= 1 && n <= 8 &&
+	    end - start >= n && !bpf_skb_load_bytes(skb, start, &got, n)) {
+		mask = n == 8 ? ~0ULL : (1ULL << (n * 8)) - 1;
+		data = bpf_map_lookup_elem(&xps_kv_datas, &rec->slot);
+		if (data && (got & mask) == rec->expect)
+			bpf_map_update_elem(data, &rec->hk, &rec->v, BPF_ANY);
+	}
+	bpf_map_delete_elem(&xps_kv_wt, &cookie);
+}
+
+/*
  * Returns whether the segment carries bytes the service wrote and egress
  * had not seen (when the count is lost: whether it carries data at all).
  */
@@ -182,7 +218,7 @@ static __always_inline int egress_count(struct __sk_buff *skb,
 					const struct tcphdr *th, __u32 payload)
 {
 	struct eg_walk w = { .skb = skb, .conn = conn };
-	__u32 seq, end, k, cap, first;
+	__u32 seq, end, k, cap, first, wt;
 	int idle;
 
 	if ((conn->flags & (XPS_CONN_UNCOUNTED | XPS_CONN_EGRESS)) !=
@@ -218,6 +254,11 @@ static __always_inline int egress_count(struct __sk_buff *skb,
 	cap = conn->cap_reply;
 	if (cap && cap == first && idle && (__s32)(conn->answered - cap) >= 0)
 		capture_emit(skb, conn, cookie, cap, k, w.end);
+	wt = conn->wt_reply;
+	if (wt && (__s32)(conn->answered - wt) >= 0) {
+		conn->wt_reply = 0;
+		wt_commit(skb, cookie, wt, wt == first && idle, k, w.end);
+	}
 	return 1;
 }
 

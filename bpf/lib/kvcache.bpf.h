@@ -15,7 +15,9 @@
  * for every key, then deletes the entries.  A value is served only while
  * its stamp equals the key's version and the current cache generation,
  * the stored key equals the requested one, and the bytes copied match the
- * filler's seal.
+ * filler's seal.  A write whose request says what the key will hold may
+ * leave a sealed value that the framework's egress step commits when the
+ * server acknowledges the write (xps_kv_write_through()).
  */
 #ifndef __XPS_KVCACHE_BPF_H
 #define __XPS_KVCACHE_BPF_H
@@ -481,14 +483,16 @@ static __noinline void xps_kv_new_version(struct xps_kv_walk *w)
 /*
  * A write touches the keys of sc->req (or every key, XPS_F_ALL): count it,
  * then make every cached value of those keys unservable
- * (docs/coherence.md), then free them.  A write over UDP is never seen
+ * (docs/coherence.md), then free them.  Returns how many keys it bumped
+ * (the last one left in sc->key and w->hk); 0 for every key.  A write over UDP is never seen
  * answered: its time is noted for the filler, which keeps the handler
  * out for a while after one.
  */
-static __always_inline void xps_kv_invalidate(struct xps_kv_walk *w)
+static __always_inline int xps_kv_invalidate(struct xps_kv_walk *w)
 {
 	struct xps_kv_req *req = &w->sc->req;
 	__u32 i;
+	int n = 0;
 
 	if (w->udp && w->udp_write_ns)
 		*w->udp_write_ns = bpf_ktime_get_ns();
@@ -496,7 +500,7 @@ static __always_inline void xps_kv_invalidate(struct xps_kv_walk *w)
 	if (req->flags & XPS_F_ALL) {
 		xps_note_write_all(w->skb);
 		__sync_fetch_and_add(w->cgen, 1);
-		return;
+		return 0;
 	}
 	for (i = 0; i < XPS_MAX_KEYS; i++) {
 		if (i >= req->nkeys)
@@ -506,7 +510,92 @@ static __always_inline void xps_kv_invalidate(struct xps_kv_walk *w)
 			continue;
 		xps_kv_new_version(w);
 		bpf_map_delete_elem(&xps_data, &w->hk);
+		n++;
 	}
+	return n;
+}
+
+/* A write-through record being built, per CPU (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xps_kv_wt);
+} xps_kv_wt_build SEC(".maps");
+
+/*
+ * Write-through (docs/coherence.md, "Writes committed by the kernel"):
+ * the write xps_kv_invalidate() just counted, of the one key in sc->key
+ * and w->hk, leaves the @vlen bytes at payload offset @voff as the key's
+ * value, with no expiry, if the service answers it with the @elen bytes
+ * of @expect (struct xps_kv_wt).  The value is stamped and sealed here
+ * and put in the framework's xps_kv_wt; the egress step commits it when
+ * that reply leaves.  Only over TCP, with replies counted on the
+ * connection, no other record of the connection pending, the write the
+ * first request of its segment (egress commits the first reply of a
+ * segment only), and no other write that may touch the key unanswered:
+ * every write the service executes before this one was then answered
+ * before it was read, and a write counted after the check bumps the
+ * version the value is stamped with.  The stamps are read after the
+ * write's own bump and before the check, as a fill reads them before
+ * its own.  Its own subprogram: one copy for every caller.
+ */
+static __noinline __attribute__((unused)) void
+xps_kv_write_through(struct xps_kv_walk *w, __u32 voff, __u32 vlen,
+		     __u64 expect, __u32 elen)
+{
+	struct xps_run *run = xps__run();
+	struct xps_kv_scratch *sc;
+	struct xps_kv_wt *rec;
+	struct xps_conn *conn;
+	__u64 *ver, head;
+	__u32 zero = 0;
+
+	if (!w || !w->sc || !w->cgen || !w->out || !run ||
+	    run->proto != IPPROTO_TCP || !run->reqs)
+		return;
+	sc = w->sc;
+	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
+	rec = bpf_map_lookup_elem(&xps_kv_wt_build, &zero);
+	if (!conn || !rec ||
+	    (conn->flags & (XPS_CONN_UNCOUNTED | XPS_CONN_EGRESS)) !=
+	    XPS_CONN_EGRESS)
+		return;
+	/* one at a time: egress looks for one reply number */
+	if (conn->wt_reply && (__s32)(conn->answered - conn->wt_reply) < 0)
+		return;
+	ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
+	if (!ver)
+		return;	/* no version: the write was one of every key */
+	rec->v.version = *(volatile __u64 *)ver;
+	rec->v.cgen = *(volatile __u32 *)w->cgen;
+	asm volatile("" ::: "memory");	/* the stamps before the writes */
+	if (xps_writes_pending(w->hk.hash) != 1)
+		return;	/* another write may land after ours */
+	rec->reply = conn->owed + run->reqs;
+	rec->slot = run->slot;
+	rec->gen = conn->gen;
+	rec->expect = expect;
+	rec->expect_len = elen;
+	rec->hk = w->hk;
+	rec->v.len = vlen;
+	rec->v.cas = 0;
+	rec->v.client_flags = 0;
+	rec->v.pad = 0;
+	__builtin_memcpy(&rec->v.key, &sc->key, sizeof(rec->v.key));
+	barrier_var(vlen);
+	if (vlen < 1 || vlen > XPS_KV_VALUE_MAX ||
+	    xps_load(w->skb, voff, rec->v.v, vlen))
+		return;
+	head = xps_kv_seal_key(&rec->v.key, vlen | (__u64)rec->v.cgen << 32,
+			       rec->v.version, 0, 0);
+	/* the stage as scratch: a segment with a write is not answered */
+	rec->v.sum = xps_stage_copy_sum(w->out, 0,
+					(const struct xps_stage_chunk *)rec->v.v,
+					vlen, head);
+	if (bpf_map_update_elem(&xps_kv_wt, &run->cookie, rec, BPF_ANY))
+		return;
+	conn->wt_reply = rec->reply;
 }
 
 /* Count the request just parsed, unless the service never answers it. */

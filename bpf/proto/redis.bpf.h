@@ -676,6 +676,9 @@ XPS_GLOBAL int xps_redis__classify(const struct xps_buf *buf,
 	}
 	if (flags & XPS_F_ALL)
 		req->nkeys = 0;
+	else if (kind == XPS_REQ_INVALIDATE && argc == 3 && done == 3 &&
+		 !quoted)
+		req->val = args->a[2];
 	req->hint = kind;
 	req->flags |= flags;
 	return (int)kind;

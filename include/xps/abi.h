@@ -240,7 +240,12 @@ struct xps_conn {
 	__u32 wovf;
 	__u16 wb[XPS_CONN_WB];
 	__u32 wbc[XPS_CONN_WB];
-	__u32 wpad;
+	/*
+	 * Write-through (struct xps_kv_wt in include/xps/kvcache.h): the
+	 * number of the service's reply that commits the value the
+	 * connection's record in xps_kv_wt holds, 0 when none is pending.
+	 */
+	__u32 wt_reply;
 };
 
 /*

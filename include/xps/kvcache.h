@@ -71,6 +71,30 @@ struct xps_kv_arm {
 };
 
 /*
+ * Write-through (docs/coherence.md, "Writes committed by the kernel"): the
+ * value a write request will leave, built and sealed by the handler when
+ * it passes the write, kept in the framework's xps_kv_wt by socket
+ * cookie, and committed into the context's data map (the framework's
+ * xps_kv_datas at @slot) by the egress step when the service's reply
+ * number @reply is the first reply of a segment and begins with the
+ * @expect_len bytes of @expect (Redis "+OK\r\n", memcached
+ * "STORED\r\n").  @gen is xps_config.generation when the handler made
+ * it: a context changed since commits nothing.  Any other reply, or a
+ * reply egress cannot place, drops the record.
+ */
+#define XPS_KV_WT_ENTRIES	16384	/* connections with a write pending */
+
+struct xps_kv_wt {
+	__u32 reply;
+	__u32 slot;
+	__u32 gen;
+	__u32 expect_len;		/* 1 to 8 */
+	__u64 expect;			/* the bytes, little end first */
+	struct xps_kv_hkey hk;
+	struct xps_kv_value v;		/* sealed */
+};
+
+/*
  * The head of every kv-cache handler's state (XPS_STATE_MAP value: struct
  * redis_state, struct mc_state), shared with its filler, which maps it
  * and changes it with atomic operations only (libxps's xps_kvcache__*).
@@ -112,6 +136,8 @@ _Static_assert(sizeof(struct xps_kv_state) == 24, "xps_kv_state layout");
 _Static_assert(sizeof(struct xps_kv_arm) == 16 + 8 + XPS_KV_KEY_MAX, "xps_kv_arm layout");
 _Static_assert(sizeof(struct xps_kv_value) == 40 + 8 + XPS_KV_KEY_MAX + XPS_KV_VALUE_MAX,
 	       "xps_kv_value layout");
+_Static_assert(sizeof(struct xps_kv_wt) == 32 + sizeof(struct xps_kv_value),
+	       "xps_kv_wt layout");
 
 #ifndef XPS_KV_INLINE
 #define XPS_KV_INLINE static inline __attribute__((always_inline, unused))

@@ -77,6 +77,28 @@ __u32 xps_redis_get_at(struct xps_kv_scratch *sc, __u32 len, __u32 off)
 	return xps_redis_parse_get(sc->in, len, off, &sc->req.keys[0]);
 }
 
+/*
+ * "SET <key> <value>" and nothing more, literal, as the segment's first
+ * request, on a connection the handler may serve: the value it leaves is
+ * the request's, with no expiry (SET clears any), when Redis answers
+ * "+OK" (xps_kv_write_through()).  w->learn still holds whether the
+ * handler may serve here: nothing before the first request cleared it.
+ */
+static __always_inline int plain_set(const struct xps_kv_walk *w)
+{
+	const struct xps_kv_req *req = &w->sc->req;
+	const __u8 *in = w->sc->in;
+	__u32 o = req->name.off;
+
+	if (!w->learn || w->off || req->nkeys != 1 || !req->val.len ||
+	    req->name.len != 3 || o >= XPS_SCRATCH ||
+	    req->keys[0].len > REDIS_KEY_MAX ||
+	    (req->flags & (XPS_F_ALL | XPS_F_BADKEY | XPS_F_QUOTED)))
+		return 0;
+	return (in[o] | 0x20) == 's' && (in[o + 1] | 0x20) == 'e' &&
+	       (in[o + 2] | 0x20) == 't';
+}
+
 static long walk_one(__u32 i, void *ctx)
 {
 	struct xps_kv_walk *w = ctx;
@@ -119,6 +141,18 @@ static long walk_one(__u32 i, void *ctx)
 			w->gets++;
 		else
 			w->serve = 0;
+		break;
+	case XPS_REQ_INVALIDATE:
+		if (!plain_set(w))
+			return xps_kv_walk_common(w, kind);
+		w->serve = 0;
+		if (xps_kv_invalidate(w) == 1) {	/* sc->key: its key */
+			__u64 ok = 0;
+
+			__builtin_memcpy(&ok, "+OK\r\n", 5);
+			xps_kv_write_through(w, req->val.off, req->val.len,
+					     ok, 5);
+		}
 		break;
 	case XPS_REQ_STATE:
 		/*

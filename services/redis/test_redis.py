@@ -274,6 +274,134 @@ def test_learned_while_other_keys_are_written():
         r.close()
 
 
+def cmdcalls(r, cmd):
+    for line in r.cli("INFO", "commandstats").splitlines():
+        if line.startswith("cmdstat_%s:" % cmd):
+            return int(line.split("calls=")[1].split(",")[0])
+    return 0
+
+
+def kernel_get(c, key, want):
+    """GET @key on @c: the reply must be @want; whether the kernel gave it."""
+    tx = stats("redis")["tx"]
+    eq(c.call("GET", key), want, "GET " + key)
+    return stats("redis")["tx"] > tx
+
+
+@test
+def test_set_committed_by_the_kernel():
+    """A plain SET answered +OK is committed to the cache by the kernel
+    (docs/coherence.md, "Writes committed by the kernel"): the next GET of
+    the key is answered by the kernel, with no PTTL and no GET for Redis
+    to execute.  A SET with options, and a SET pipelined behind another
+    request, are not committed: their keys are learned as before."""
+    r = Redis()
+    try:
+        start_service(r)
+        c = Client()
+        eq(c.call("SET", "wt:warm", "w"), b"+OK\r\n", "SET")
+        warm(c, "wt:warm", b"w")    # the filler's first check is over
+        g0, p0 = r.getcalls(), cmdcalls(r, "pttl")
+        for i in range(50):
+            v = b"value-%d" % i
+            eq(c.call("SET", "wt:%d" % i, v), b"+OK\r\n", "SET")
+        served = sum(kernel_get(c, "wt:%d" % i, b"$%d\r\nvalue-%d\r\n" % (len(b"value-%d" % i), i))
+                     for i in range(50))
+        g1, p1 = r.getcalls(), cmdcalls(r, "pttl")
+        print("    50 SETs, then 50 GETs: the kernel answered %d, Redis %d GETs and %d PTTLs"
+              % (served, g1 - g0, p1 - p0))
+        if served < 48:
+            raise AssertionError("only %d of 50 GETs after a SET from the kernel" % served)
+        eq(p1 - p0, 0, "PTTLs the filler asked")
+        # a SET with options leaves what the request does not say: not committed
+        eq(c.call("SET", "wt:ex", "temp", "EX", "100"), b"+OK\r\n", "SET EX")
+        eq(kernel_get(c, "wt:ex", b"$4\r\ntemp\r\n"), False, "the kernel answered a key with a TTL")
+        # not the first reply of its segment: egress cannot place it
+        eq(c.pipeline([("GET", "wt:0"), ("SET", "wt:0", "second")]),
+           [b"$7\r\nvalue-0\r\n", b"+OK\r\n"], "GET, SET pipelined")
+        eq(kernel_get(c, "wt:0", b"$6\r\nsecond\r\n"), False,
+           "the kernel answered a SET's value egress could not commit")
+        # the value overwritten the same way is committed again
+        eq(c.call("SET", "wt:0", "third"), b"+OK\r\n", "SET")
+        eq(kernel_get(c, "wt:0", b"$5\r\nthird\r\n"), True, "the kernel answered the new value")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+class Stalled:
+    """A connection whose replies Redis cannot send: it asks for a large
+    value many times without reading, so a request sent after that is
+    executed by Redis while its reply waits behind megabytes."""
+
+    def __init__(self, r):
+        setter = Client(r.port)
+        eq(setter.call("SET", "wt:big", "x" * (512 << 10)), b"+OK\r\n", "SET wt:big")
+        setter.close()
+        self.c = socket.socket()
+        self.c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.c.connect(("127.0.0.1", r.port))
+        self.c.sendall(resp("GET", "wt:big") * 16)
+        time.sleep(0.3)
+
+    def send(self, *args):
+        self.c.sendall(resp(*args))
+        time.sleep(0.2)     # Redis reads and executes it
+
+    def drain(self, tail):
+        """Read the 16 values, then what must follow them."""
+        self.c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        want = b"$%d\r\n%s\r\n" % (512 << 10, b"x" * (512 << 10))
+        got = recv_exact(self.c, len(want) * 16 + len(tail))
+        eq(got[len(want) * 16:], tail, "the stalled connection's last reply")
+        self.c.close()
+
+
+@test
+def test_write_through_with_a_reply_held_back():
+    """Two writers of one key, one whose +OK Redis cannot send yet (its
+    connection does not read): whatever order the two replies leave in,
+    the kernel answers a GET only with the value Redis holds, and answers
+    it from the cache once the writes are answered."""
+    r = Redis()
+    try:
+        start_service(r)
+        c, b = Client(), Client()
+        eq(c.call("SET", "wt:warm", "w"), b"+OK\r\n", "SET")
+        warm(c, "wt:warm", b"w")    # the filler's first check is over
+        for first in ("stalled", "other"):
+            key = "wt:k:" + first
+            eq(c.call("SET", key, "old"), b"+OK\r\n", "SET old")
+            eq(kernel_get(c, key, b"$3\r\nold\r\n"), True, "%s: old committed" % first)
+            a = Stalled(r)
+            if first == "stalled":
+                # Redis executes A's SET, then B's: B's value stays
+                a.send("SET", key, "from-a")
+                eq(b.call("SET", key, "from-b"), b"+OK\r\n", "SET from B")
+                final = b"from-b"
+            else:
+                eq(b.call("SET", key, "from-b"), b"+OK\r\n", "SET from B")
+                a.send("SET", key, "from-a")
+                final = b"from-a"
+            want = b"$%d\r\n%s\r\n" % (len(final), final)
+            before = sum(kernel_get(c, key, want) for _ in range(20))
+            a.drain(b"+OK\r\n")
+            after = sum(kernel_get(c, key, want) for _ in range(20))
+            print("    %s SET's reply held back: Redis holds %s; the kernel answered %d of 20 GETs "
+                  "before the held reply left, %d of 20 after" % (first, final.decode(), before, after))
+            if first == "other" and before:
+                raise AssertionError("the kernel answered while A's SET was unanswered")
+            if after < 15:
+                raise AssertionError("only %d of 20 GETs from the kernel once both writes were answered"
+                                     % after)
+        c.close()
+        b.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
 @test
 def test_expiring_keys_never_served():
     """A key with a time to live is never answered by the kernel: the

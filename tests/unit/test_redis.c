@@ -36,6 +36,41 @@ static void test_encoder(void)
 	h_end();
 }
 
+/* The value span a write-through needs: a write of exactly 3 arguments. */
+static void test_value_span(void)
+{
+	static const struct {
+		const char *req;
+		const char *val;	/* NULL: no span */
+	} cases[] = {
+		{ "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\n", "hello" },
+		{ "*3\r\n$3\r\nset\r\n$1\r\nk\r\n$0\r\n\r\n", "" },
+		{ "SET k plain\r\n", NULL },	/* inline: two spans kept */
+		{ "SET k \"quoted\"\r\n", NULL },
+		{ "*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nEX\r\n$1\r\n9\r\n", NULL },
+		{ "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", NULL },
+		{ "*3\r\n$5\r\nLPUSH\r\n$1\r\nk\r\n$1\r\nv\r\n", "v" },
+	};
+	struct xps_kv_req r;
+	size_t i, n;
+
+	h_begin("redis parse: the value span of a three-argument write");
+	for (i = 0; i < N(cases); i++) {
+		n = strlen(cases[i].req);
+		memset(kv_buf, 0, sizeof(kv_buf));
+		memcpy(kv_buf, cases[i].req, n);
+		xps_redis_parse(kv_buf, n, 0, &r);
+		if (!cases[i].val) {
+			CHECK(r.val.len == 0, "case %zu: a span of %u bytes", i, r.val.len);
+			continue;
+		}
+		CHECK(r.val.len == strlen(cases[i].val) &&
+		      !memcmp(kv_buf + r.val.off, cases[i].val, r.val.len),
+		      "case %zu: span %u+%u", i, r.val.off, r.val.len);
+	}
+	h_end();
+}
+
 static __u32 redis_fast(const __u8 *buf, __u32 len, struct xps_span *key,
 			__u32 *extra_flags)
 {
@@ -58,6 +93,7 @@ int main(void)
 	kv_run_split("redis", xps_redis_parse, redis_fx, N(redis_fx));
 	kv_run_pipeline("redis", xps_redis_parse, redis_fx, N(redis_fx));
 	test_encoder();
+	test_value_span();
 	kv_run_hostile("redis", xps_redis_parse, redis_fx, N(redis_fx), 1,
 		       "*$\r\n0123456789-GETSET abc", 0xff, 1);
 	kv_run_fast("redis", xps_redis_parse, redis_fast, redis_fx, N(redis_fx),

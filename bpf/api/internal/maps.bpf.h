@@ -20,6 +20,7 @@
 
 #include <linux/xps.h>
 #include <xps/abi.h>
+#include <xps/kvcache.h>
 
 /* ---- shared by the framework and the handler API -------------------- */
 
@@ -127,8 +128,43 @@ struct {
 	__array(values, struct xps_cap_ring);	/* last: a flexible array */
 } xps_caps SEC(".maps");
 
+/*
+ * Write-through (struct xps_kv_wt), by socket cookie: the value a write
+ * will leave, made by a kv-cache handler (bpf/lib/kvcache.bpf.h) and
+ * committed or dropped by the egress step.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XPS_KV_WT_ENTRIES);
+	__type(key, __u64);
+	__type(value, struct xps_kv_wt);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_kv_wt SEC(".maps");
+
 /* ---- the framework's programs only ---------------------------------- */
 #ifdef XPS__FRAMEWORK
+
+/*
+ * The data map of each kv-cache context, by slot (the context's xps_data,
+ * put here by its filler, libxps's kv-cache): where egress commits a
+ * write-through.  A slot without one commits nothing.
+ */
+struct xps_kv_data_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);		/* not compared for hash maps */
+	__type(key, struct xps_kv_hkey);
+	__type(value, struct xps_kv_value);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, XPS_MAX_SLOTS);
+	__type(key, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__array(values, struct xps_kv_data_map);
+} xps_kv_datas SEC(".maps");
 
 /* The predicate table: which slot serves a flow. */
 struct {
