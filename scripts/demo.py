@@ -33,10 +33,12 @@ def step(msg):
     print("\n\033[1m== %s\033[0m" % msg, flush=True)
 
 
-def xpsctl_show(*args):
-    """An xpsctl command in the server's namespace, its text output shown."""
-    p = bench.sh(["nsenter", "--net=/run/netns/" + bench.NS, bench.XPSCTL]
-                 + [str(a) for a in args], check=False)
+def xpsctl_show(*args, netns=True):
+    """An xpsctl command (in the server's namespace), its text output shown."""
+    cmd = [bench.XPSCTL] + [str(a) for a in args]
+    if netns:
+        cmd = ["nsenter", "--net=/run/netns/" + bench.NS] + cmd
+    p = bench.sh(cmd, check=False)
     sys.stdout.write("".join("  " + l + "\n" for l in p.stdout.splitlines()))
     if p.returncode:
         raise RuntimeError("xpsctl %s: %s" % (" ".join(map(str, args)), p.stderr.strip()))
@@ -134,7 +136,10 @@ def main():
                  "(ip netns del %s removes it)" % (bench.NS, bench.NS))
 
     step("xpsctl status")
-    xpsctl_show("status")
+    try:
+        xpsctl_show("status", netns=False)
+    except RuntimeError as e:
+        sys.exit("demo: %s" % e)
     step("topology: redis-server in network namespace %s (%s) behind veth; the server "
          "and its receive processing on CPU %d, the client on CPU %d"
          % (bench.NS, bench.SRV_IP, bench.SRV_CPU, bench.CLI_CPU))

@@ -526,35 +526,38 @@ struct {
 /*
  * Write-through (docs/coherence.md, "Writes committed by the kernel"):
  * the write xps_kv_invalidate() just counted, of the one key in sc->key
- * and w->hk, leaves the @vlen bytes at payload offset @voff as the key's
- * value, with no expiry, if the service answers it with the @elen bytes
- * of @expect (struct xps_kv_wt).  The value is stamped and sealed here
- * and put in the framework's xps_kv_wt; the egress step commits it when
- * that reply leaves.  Only over TCP, with replies counted on the
- * connection, no other record of the connection pending, the write the
- * first request of its segment (egress commits the first reply of a
- * segment only), and no other write that may touch the key unanswered:
- * every write the service executes before this one was then answered
- * before it was read, and a write counted after the check bumps the
- * version the value is stamped with.  The stamps are read after the
- * write's own bump and before the check, as a fill reads them before
- * its own.  Its own subprogram: one copy for every caller.
+ * and w->hk, leaves the bytes @val spans (payload offsets) as the key's
+ * value (memcached: with @client_flags; its CAS is unknown, 0), with no
+ * expiry, if the service answers it with the @elen bytes of @expect
+ * (struct xps_kv_wt).  The record is stamped here, in the CPU's
+ * xps_kv_wt_build, and sealed and put in the framework's xps_kv_wt by
+ * xps_kv_write_through_end() after the walk (the seal's frames do not fit
+ * on top of the walk's); the egress step commits it when that reply
+ * leaves.  Only over TCP, with replies counted on the connection, no
+ * other record of the connection pending, the write the first request of
+ * its segment (egress commits the first reply of a segment only), and no
+ * other write that may touch the key unanswered: every write the service
+ * executes before this one was then answered before it was read, and a
+ * write counted after the check bumps the version the value is stamped
+ * with.  The stamps are read after the write's own bump and before the
+ * check, as a fill reads them before its own.  Its own subprogram: one
+ * copy for every caller.
  */
-static __noinline __attribute__((unused)) void
-xps_kv_write_through(struct xps_kv_walk *w, __u32 voff, __u32 vlen,
-		     __u64 expect, __u32 elen)
+static __noinline void
+xps_kv_write_through(struct xps_kv_walk *w, const struct xps_span *val,
+		     __u32 client_flags, __u64 expect, __u32 elen)
 {
 	struct xps_run *run = xps__run();
-	struct xps_kv_scratch *sc;
 	struct xps_kv_wt *rec;
 	struct xps_conn *conn;
-	__u64 *ver, head;
-	__u32 zero = 0;
+	__u32 zero = 0, voff, vlen;
+	__u64 *ver;
 
-	if (!w || !w->sc || !w->cgen || !w->out || !run ||
+	if (!w || !w->sc || !w->cgen || !val || !run ||
 	    run->proto != IPPROTO_TCP || !run->reqs)
 		return;
-	sc = w->sc;
+	voff = val->off;
+	vlen = val->len;
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
 	rec = bpf_map_lookup_elem(&xps_kv_wt_build, &zero);
 	if (!conn || !rec ||
@@ -572,30 +575,56 @@ xps_kv_write_through(struct xps_kv_walk *w, __u32 voff, __u32 vlen,
 	asm volatile("" ::: "memory");	/* the stamps before the writes */
 	if (xps_writes_pending(w->hk.hash) != 1)
 		return;	/* another write may land after ours */
-	rec->reply = conn->owed + run->reqs;
+	barrier_var(vlen);
+	if (vlen < 1 || vlen > XPS_KV_VALUE_MAX ||
+	    xps_load(w->skb, voff, rec->v.v, vlen))
+		return;
+	__builtin_memcpy(&rec->v.key, &w->sc->key, sizeof(rec->v.key));
 	rec->slot = run->slot;
 	rec->gen = conn->gen;
 	rec->expect = expect;
 	rec->expect_len = elen;
 	rec->hk = w->hk;
 	rec->v.len = vlen;
-	rec->v.cas = 0;
-	rec->v.client_flags = 0;
+	rec->v.cas = 0;		/* unknown: a gets is not answered */
+	rec->v.client_flags = client_flags;
 	rec->v.pad = 0;
-	__builtin_memcpy(&rec->v.key, &sc->key, sizeof(rec->v.key));
-	barrier_var(vlen);
-	if (vlen < 1 || vlen > XPS_KV_VALUE_MAX ||
-	    xps_load(w->skb, voff, rec->v.v, vlen))
+	rec->reply = conn->owed + run->reqs;	/* last: the record is whole */
+}
+
+/*
+ * After the walk: seal the record xps_kv_write_through() stamped, if any,
+ * and hand it to the egress step.  The staged reply serves as scratch: a
+ * segment with a write is not answered.
+ */
+static __noinline void xps_kv_write_through_end(struct xps_kv_walk *w)
+{
+	struct xps_run *run = xps__run();
+	struct xps_kv_wt *rec;
+	struct xps_conn *conn;
+	__u32 zero = 0, vlen;
+	__u64 head;
+
+	rec = bpf_map_lookup_elem(&xps_kv_wt_build, &zero);
+	if (!rec || !rec->reply)
 		return;
+	if (!w || !w->out || !run)
+		goto out;
+	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
+	if (!conn || (conn->flags & XPS_CONN_UNCOUNTED))
+		goto out;
+	vlen = rec->v.len;
+	if (vlen < 1 || vlen > XPS_KV_VALUE_MAX)
+		goto out;
 	head = xps_kv_seal_key(&rec->v.key, vlen | (__u64)rec->v.cgen << 32,
-			       rec->v.version, 0, 0);
-	/* the stage as scratch: a segment with a write is not answered */
+			       rec->v.version, 0, rec->v.client_flags);
 	rec->v.sum = xps_stage_copy_sum(w->out, 0,
 					(const struct xps_stage_chunk *)rec->v.v,
 					vlen, head);
-	if (bpf_map_update_elem(&xps_kv_wt, &run->cookie, rec, BPF_ANY))
-		return;
-	conn->wt_reply = rec->reply;
+	if (!bpf_map_update_elem(&xps_kv_wt, &run->cookie, rec, BPF_ANY))
+		conn->wt_reply = rec->reply;
+out:
+	rec->reply = 0;
 }
 
 /* Count the request just parsed, unless the service never answers it. */

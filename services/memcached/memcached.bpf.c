@@ -33,6 +33,7 @@ XPS_KV_COUNT(count_rest, struct xps_kv_scratch, xps_mc_parse, 0);
  */
 #define MC_FLUSH_EARLY_NS	(3 * 1000000000ULL)
 #define MC_FLUSH_LATE_NS	(1 * 1000000000ULL)
+#define MC_UDP_QUIET_NS		1000000000ULL	/* xps-memcachedd's UDP_QUIET_NS */
 
 /*
  * flush_all <delay>: widen the window in which nothing is served (see
@@ -82,14 +83,16 @@ static __always_inline int flush_due(struct mc_state *st)
 }
 
 /* A write: the cache's invalidation, and what only memcached needs. */
-static __always_inline void invalidate(struct xps_kv_walk *w)
+/* xps_kv_invalidate(), and a delayed flush_all noted; its return value. */
+static __always_inline int invalidate(struct xps_kv_walk *w)
 {
 	struct mc_state *st = w->st;
+	int n = xps_kv_invalidate(w);
 
-	xps_kv_invalidate(w);
 	if ((w->sc->req.flags & (XPS_F_ALL | XPS_F_DEFERRED)) ==
 	    (XPS_F_ALL | XPS_F_DEFERRED))	/* flush_all <delay> */
 		flush_later(st, w->sc->req.num);
+	return n;
 }
 
 /* Append @n (<= 1 KiB) bytes of @src to the staged reply. */
@@ -126,12 +129,75 @@ static __always_inline int stage_value(struct xps_kv_walk *w, __u32 i,
 
 	if (i >= XPS_MAX_KEYS || hit->len > MC_VALUE_MAX)
 		return -1;
+	/* a value the kernel committed has no CAS it knows: gets passes */
+	if ((sc->req.flags & XPS_F_CAS) && !hit->cas)
+		return -1;
 	h = xps_mc_encode_value_hdr(sc->hdr, 0, sc->in, sc->req.keys[i],
 				    hit->client_flags, hit->len, hit->cas,
 				    !!(sc->req.flags & XPS_F_CAS));
 	if (!h || stage(w, sc->hdr, h) || xps_kv_stage_value(w, v))
 		return -1;
 	return stage_lit(w, "\r\n", 2);
+}
+
+/*
+ * A set of one key with exptime 0 whose data block ends in CRLF here
+ * (XPS_F_NOEXP), not noreply, as the segment's first request, on a
+ * connection the handler may serve (w->learn, which the handler clears
+ * within a second of a write over UDP): if memcached answers STORED, the
+ * item is the data block with the set's flags and no expiry
+ * (xps_kv_write_through()).
+ */
+static __always_inline int plain_set(const struct xps_kv_walk *w)
+{
+	const struct xps_kv_req *req = &w->sc->req;
+
+	return w->learn && w->off == w->base && req->nkeys == 1 &&
+	       (req->flags & (XPS_F_NOEXP | XPS_F_NOREPLY | XPS_F_ALL)) ==
+	       XPS_F_NOEXP;
+}
+
+/*
+ * A write: invalidated, and committed by the kernel when memcached stores
+ * it (plain_set()).  Its own subprogram: its frame stays off the walk's,
+ * which the parser's frames share.
+ */
+static __noinline void mc_write(struct xps_kv_walk *w)
+{
+	const struct xps_mc_line *ln;
+	__u64 stored = 0, flags = 0;
+	struct xps_span val;
+	__u32 i, s, e;
+	int wt;
+
+	if (!w || !w->sc)
+		return;
+	wt = plain_set(w);
+	/* 1: one key bumped, left in sc->key */
+	if (invalidate(w) != 1 || !wt)
+		return;
+	/*
+	 * The flags: token 2 of the line the parse just tokenized, one to
+	 * ten digits and below 2^32 (XPS_F_NOEXP says every number of the
+	 * line was read whole).
+	 */
+	ln = XPS__MCLINE(&w->sc->req);
+	s = ln->t.s[2];
+	e = ln->t.e[2];
+	for (i = 0; i < 10; i++) {
+		if (s + i >= e || s + i >= XPS_SCRATCH)
+			break;
+		flags = flags * 10 + (w->sc->in[s + i] - '0');
+	}
+	/* the data block: from the line's end to the request's CRLF */
+	s = ln->nl + 1;
+	e = w->off + w->sc->req.req_len - 2;
+	if (s > e || e > XPS_SCRATCH)
+		return;
+	val.off = s;
+	val.len = e - s;
+	__builtin_memcpy(&stored, "STORED\r\n", 8);
+	xps_kv_write_through(w, &val, (__u32)flags, stored, 8);
 }
 
 static long walk_one(__u32 i, void *ctx)
@@ -181,8 +247,8 @@ static long walk_one(__u32 i, void *ctx)
 			w->serve = 0;
 		break;
 	case XPS_REQ_INVALIDATE:
-		invalidate(w);
 		w->serve = 0;
+		mc_write(w);
 		break;
 	case XPS_REQ_STATE:
 		/*
@@ -278,8 +344,15 @@ int xps_memcached(struct __sk_buff *skb)
 	if ((w.cs && (w.cs->flags & MC_CONN_NO_SERVE)) ||
 	    !xps_kv_may_serve(&st->kv, now) || flush_due(st))
 		w.serve = 0;
-	/* a TCP miss may teach the filler the value where a get may be served */
-	w.learn = w.serve && w.cs;
+	/*
+	 * A TCP miss may teach the filler the value where a get may be
+	 * served, and a set may be committed (plain_set()); neither within
+	 * a second of a write over UDP, which is never seen answered (the
+	 * filler assumes memcached has executed it by then).
+	 */
+	w.learn = w.serve && w.cs &&
+		  now - *(volatile __u64 *)&st->last_udp_write_ns >=
+		  MC_UDP_QUIET_NS;
 	/*
 	 * memcached picks a connection's protocol (text or binary) from the
 	 * first byte it reads: its first bytes must be the client's first,
@@ -332,6 +405,7 @@ int xps_memcached(struct __sk_buff *skb)
 	if (!w.gets) {
 		bpf_loop(w.udp ? 1 : XPS_MAX_REQS_PER_SEG, walk_one, &w, 0);
 		xps_kv_walk_end(&w, count_rest, sc);
+		xps_kv_write_through_end(&w);
 	}
 	/* memcached splits UDP replies over 1400 bytes: leave those to it */
 	if (w.udp && w.out_len > 1400)

@@ -139,6 +139,71 @@ def warm(c, *keys):
         raise AssertionError("never served " + b" ".join(left).decode())
 
 
+def until_kernel_answers(c, key, value, flags=0):
+    """set @key, then get it, until the kernel answers the get (the
+    filler's first check has let the handler serve)."""
+    t = time.time()
+    while time.time() - t < 10 * SLOW:
+        eq(c.set(key, value, flags), b"STORED\r\n", "set " + key.decode())
+        before = stats("mc")["tx"]
+        eq(c.get(key), b"VALUE %s %d %d\r\n%s\r\nEND\r\n" % (key, flags, len(value), value),
+           "get " + key.decode())
+        if stats("mc")["tx"] > before:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the kernel never answered a get after a set")
+
+
+@test
+def test_set_committed_by_the_kernel():
+    """A set with exptime 0 answered STORED is committed to the cache by
+    the kernel (docs/coherence.md, "Writes committed by the kernel"): the
+    next get of the key is answered by the kernel, with its flags, and
+    memcached is asked nothing (no get, no me).  Its CAS is unknown, so a
+    gets goes to memcached.  A set with an expiry, a noreply set and a set
+    memcached refuses commit nothing."""
+    m = Memcached(extra=["-I", "1k", "-o", "slab_chunk_max=1024"])
+    try:
+        start(m)
+        c = m.client()
+        until_kernel_answers(c, b"wt:warm", b"w")
+        g0, tx0 = m.stat("cmd_get"), stats("mc")["tx"]
+        for i in range(30):
+            eq(c.set(b"wt:%d" % i, b"value-%d" % i, flags=i), b"STORED\r\n", "set")
+        for i in range(30):
+            v = b"value-%d" % i
+            eq(c.get(b"wt:%d" % i), b"VALUE wt:%d %d %d\r\n%s\r\nEND\r\n" % (i, i, len(v), v), "get")
+        served, asked = stats("mc")["tx"] - tx0, m.stat("cmd_get") - g0
+        print("    30 sets, then 30 gets: the kernel answered %d, memcached %d" % (served, asked))
+        if served < 28:
+            raise AssertionError("only %d of 30 gets after a set from the kernel" % served)
+        # gets: the CAS only memcached knows
+        tx = stats("mc")["tx"]
+        r = c.get(b"wt:1", cas=True)
+        eq(r.startswith(b"VALUE wt:1 1 7 ") and r.endswith(b"\r\nvalue-1\r\nEND\r\n"), True,
+           "gets wt:1: %r" % r)
+        eq(stats("mc")["tx"], tx, "kernel answers to a gets of a committed value")
+        # an expiry, noreply: the request does not say everything, or no reply
+        eq(c.call(b"set wt:ex 0 100 4\r\ntemp\r\n"), b"STORED\r\n", "set with exptime")
+        c.s.sendall(b"set wt:nr 0 0 2 noreply\r\nnr\r\n")
+        for key, v in ((b"wt:ex", b"temp"), (b"wt:nr", b"nr")):
+            tx = stats("mc")["tx"]
+            eq(c.get(key), b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (key, len(v), v), "get")
+            eq(stats("mc")["tx"], tx, "kernel answers to a get of " + key.decode())
+        # refused: too large for this memcached's items (-I 1k); the old
+        # item is gone, and so must be the kernel's copy
+        big = b"x" * 1000
+        eq(c.call(b"set wt:0 0 0 %d\r\n%s\r\n" % (len(big), big)),
+           b"SERVER_ERROR object too large for cache\r\n", "a set memcached refuses")
+        tx = stats("mc")["tx"]
+        eq(c.get(b"wt:0"), b"END\r\n", "get after the refused set")
+        eq(stats("mc")["tx"], tx, "kernel answers after a refused set")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "mc", check=False)
+        m.close()
+
+
 @test
 def test_get_tcp_udp_counters():
     m = Memcached()

@@ -150,8 +150,7 @@ static long walk_one(__u32 i, void *ctx)
 			__u64 ok = 0;
 
 			__builtin_memcpy(&ok, "+OK\r\n", 5);
-			xps_kv_write_through(w, req->val.off, req->val.len,
-					     ok, 5);
+			xps_kv_write_through(w, &req->val, 0, ok, 5);
 		}
 		break;
 	case XPS_REQ_STATE:
@@ -250,6 +249,7 @@ int xps_redis(struct __sk_buff *skb)
 	} else {
 		bpf_loop(XPS_MAX_REQS_PER_SEG, walk_one, &w, 0);
 		xps_kv_walk_end(&w, count_rest, sc);
+		xps_kv_write_through_end(&w);
 	}
 	if (!w.serve || !w.gets) {
 		xps_kv_passed(w.cs, now);
