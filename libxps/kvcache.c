@@ -90,15 +90,23 @@ struct xps_kvcache {
 	struct kq aq;
 };
 
+/*
+ * Take the map of id @id out of the framework's map-of-maps @outer_fd at
+ * @slot, unless another process put its own there since.
+ */
+static void slot_release(int outer_fd, __u32 slot, __u32 id)
+{
+	__u32 cur = 0;
+
+	if (outer_fd >= 0 && id && !bpf_map_lookup_elem(outer_fd, &slot, &cur) &&
+	    cur == id)
+		bpf_map_delete_elem(outer_fd, &slot);
+}
+
 /* Take our ring out of the framework's slot, unless another took it. */
 static void ring_detach(struct xps_kvcache *kc)
 {
-	__u32 id = 0;
-
-	if (kc->caps_fd >= 0 && kc->ring_id &&
-	    !bpf_map_lookup_elem(kc->caps_fd, &kc->slot, &id) &&
-	    id == kc->ring_id)
-		bpf_map_delete_elem(kc->caps_fd, &kc->slot);
+	slot_release(kc->caps_fd, kc->slot, kc->ring_id);
 	if (kc->caps_fd >= 0)
 		close(kc->caps_fd);
 	if (kc->ring_fd >= 0)
@@ -139,12 +147,7 @@ static int data_attach(struct xps_kvcache *kc)
 /* Take our data map out of the framework's slot, unless another took it. */
 static void data_detach(struct xps_kvcache *kc)
 {
-	__u32 id = 0;
-
-	if (kc->datas_fd >= 0 && kc->data_id &&
-	    !bpf_map_lookup_elem(kc->datas_fd, &kc->slot, &id) &&
-	    id == kc->data_id)
-		bpf_map_delete_elem(kc->datas_fd, &kc->slot);
+	slot_release(kc->datas_fd, kc->slot, kc->data_id);
 	if (kc->datas_fd >= 0)
 		close(kc->datas_fd);
 	kc->datas_fd = -1;
@@ -756,6 +759,9 @@ int xps_kvcache__fill_commit(struct xps_kvcache *kc,
 		return libxps_err(-EINVAL);
 	h = xps_kv_hkey_of(key);
 	value->key = *key;
+	/* only the kernel's write-through knows an expiry */
+	value->expire_ns = 0;
+	value->expire_tai_ns = 0;
 	xps_kv_value_seal(value);	/* last: every field is set */
 	if (bpf_map_update_elem(kc->data_fd, &h, value, BPF_ANY))
 		return libxps_err(-errno);

@@ -103,8 +103,24 @@ struct xps_kv_hit {
 	__u64 version;
 	__u64 cas;
 	__u64 sum;
+	__u64 expire_ns;
+	__u64 expire_tai_ns;
 	__u32 len;
 	__u32 cgen;
+	__u32 client_flags;
+	__u32 pad;
+};
+
+/*
+ * What a write-through leaves (xps_kv_write_through()): its value's
+ * span, the reply that says it took effect, its flags and its expiry.
+ */
+struct xps_kv_wt_args {
+	__u64 expect;			/* struct xps_kv_wt */
+	__u64 expire_ns;		/* struct xps_kv_value; 0: never */
+	__u64 expire_tai_ns;
+	struct xps_span val;		/* payload offsets */
+	__u32 expect_len;
 	__u32 client_flags;
 	__u32 pad;
 };
@@ -114,6 +130,7 @@ struct xps_kv_scratch {
 	struct xps_kv_req req;		/* the current parse */
 	struct xps_kv_key key;		/* the current key */
 	struct xps_kv_hit hit;		/* what the last lookup found */
+	struct xps_kv_wt_args wt;	/* a write-through's arguments */
 	__u8 hdr[XPS_SCRATCH];		/* memcached: one VALUE line */
 	/* the segment's first bytes; the tail pads key copies (verifier) */
 	__u8 in[XPS_SCRATCH + XPS_KV_KEY_MAX + 8];
@@ -313,8 +330,14 @@ static __always_inline struct xps_kv_value *xps_kv_lookup(struct xps_kv_walk *w)
 	hit->cas = *(volatile __u64 *)&v->cas;
 	hit->client_flags = *(volatile __u32 *)&v->client_flags;
 	hit->sum = *(volatile __u64 *)&v->sum;
+	hit->expire_ns = *(volatile __u64 *)&v->expire_ns;
+	hit->expire_tai_ns = *(volatile __u64 *)&v->expire_tai_ns;
 	if (hit->cgen != *w->cgen || hit->len > XPS_KV_VALUE_MAX ||
 	    !xps_kv_same_key(&w->sc->key, &v->key))
+		goto miss;
+	/* expired by either clock (struct xps_kv_value) */
+	if (hit->expire_ns && (bpf_ktime_get_ns() >= hit->expire_ns ||
+			       bpf_ktime_get_tai_ns() >= hit->expire_tai_ns))
 		goto miss;
 	ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
 	if (hit->version != (ver ? *ver : 0))
@@ -370,7 +393,9 @@ static __always_inline int xps_kv_stage_value(struct xps_kv_walk *w,
 	__u64 head;
 
 	head = xps_kv_seal_key(&w->sc->key, len | (__u64)hit->cgen << 32,
-			       hit->version, hit->cas, hit->client_flags);
+			       hit->version, hit->cas,
+			       xps_kv_seal_s3(hit->client_flags, hit->expire_ns,
+					      hit->expire_tai_ns));
 	if (xps_stage_copy_sum(w->out, at,
 			       (const struct xps_stage_chunk *)v->v, len,
 			       head) != hit->sum)
@@ -526,13 +551,13 @@ struct {
 /*
  * Write-through (docs/coherence.md, "Writes committed by the kernel"):
  * the write xps_kv_invalidate() just counted, of the one key in sc->key
- * and w->hk, leaves the bytes @val spans (payload offsets) as the key's
- * value (memcached: with @client_flags; its CAS is unknown, 0), with no
- * expiry, if the service answers it with the @elen bytes of @expect
- * (struct xps_kv_wt).  The record is stamped here, in the CPU's
- * xps_kv_wt_build, and sealed and put in the framework's xps_kv_wt by
- * xps_kv_write_through_end() after the walk (the seal's frames do not fit
- * on top of the walk's); the egress step commits it when that reply
+ * and w->hk, leaves the bytes sc->wt.val spans (payload offsets) as the
+ * key's value, with sc->wt's flags (memcached; its CAS is unknown, 0) and
+ * expiry, if the service answers it with the expect_len bytes of
+ * sc->wt.expect (struct xps_kv_wt).  The record is stamped here, in the
+ * CPU's xps_kv_wt_build, and sealed and put in the framework's xps_kv_wt
+ * by xps_kv_write_through_end() after the walk (the seal's frames do not
+ * fit on top of the walk's); the egress step commits it when that reply
  * leaves.  Only over TCP, with replies counted on the connection, no
  * other record of the connection pending, the write the first request of
  * its segment (egress commits the first reply of a segment only), and no
@@ -543,21 +568,19 @@ struct {
  * check, as a fill reads them before its own.  Its own subprogram: one
  * copy for every caller.
  */
-static __noinline void
-xps_kv_write_through(struct xps_kv_walk *w, const struct xps_span *val,
-		     __u32 client_flags, __u64 expect, __u32 elen)
+static __noinline void xps_kv_write_through(struct xps_kv_walk *w)
 {
 	struct xps_run *run = xps__run();
+	struct xps_kv_wt_args *a;
 	struct xps_kv_wt *rec;
 	struct xps_conn *conn;
-	__u32 zero = 0, voff, vlen;
+	__u32 zero = 0, vlen;
 	__u64 *ver;
 
-	if (!w || !w->sc || !w->cgen || !val || !run ||
-	    run->proto != IPPROTO_TCP || !run->reqs)
+	if (!w || !w->sc || !w->cgen || !run || run->proto != IPPROTO_TCP ||
+	    !run->reqs)
 		return;
-	voff = val->off;
-	vlen = val->len;
+	a = &w->sc->wt;
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
 	rec = bpf_map_lookup_elem(&xps_kv_wt_build, &zero);
 	if (!conn || !rec ||
@@ -575,20 +598,23 @@ xps_kv_write_through(struct xps_kv_walk *w, const struct xps_span *val,
 	asm volatile("" ::: "memory");	/* the stamps before the writes */
 	if (xps_writes_pending(w->hk.hash) != 1)
 		return;	/* another write may land after ours */
+	vlen = a->val.len;
 	barrier_var(vlen);
 	if (vlen < 1 || vlen > XPS_KV_VALUE_MAX ||
-	    xps_load(w->skb, voff, rec->v.v, vlen))
+	    xps_load(w->skb, a->val.off, rec->v.v, vlen))
 		return;
 	__builtin_memcpy(&rec->v.key, &w->sc->key, sizeof(rec->v.key));
 	rec->slot = run->slot;
 	rec->gen = conn->gen;
-	rec->expect = expect;
-	rec->expect_len = elen;
+	rec->expect = a->expect;
+	rec->expect_len = a->expect_len;
 	rec->hk = w->hk;
 	rec->v.len = vlen;
 	rec->v.cas = 0;		/* unknown: a gets is not answered */
-	rec->v.client_flags = client_flags;
+	rec->v.client_flags = a->client_flags;
 	rec->v.pad = 0;
+	rec->v.expire_ns = a->expire_ns;
+	rec->v.expire_tai_ns = a->expire_tai_ns;
 	rec->reply = conn->owed + run->reqs;	/* last: the record is whole */
 }
 
@@ -617,7 +643,10 @@ static __noinline void xps_kv_write_through_end(struct xps_kv_walk *w)
 	if (vlen < 1 || vlen > XPS_KV_VALUE_MAX)
 		goto out;
 	head = xps_kv_seal_key(&rec->v.key, vlen | (__u64)rec->v.cgen << 32,
-			       rec->v.version, 0, rec->v.client_flags);
+			       rec->v.version, 0,
+			       xps_kv_seal_s3(rec->v.client_flags,
+					      rec->v.expire_ns,
+					      rec->v.expire_tai_ns));
 	rec->v.sum = xps_stage_copy_sum(w->out, 0,
 					(const struct xps_stage_chunk *)rec->v.v,
 					vlen, head);

@@ -186,9 +186,11 @@ struct xps_kv_req {
 	/* memcached flush_all <delay> (XPS_F_DEFERRED): the delay, seconds
 	 * or, above 30 days, a unix time; 0 when it is not a number */
 	__u32 num;
-	/* Redis: the last argument of a RESP write of exactly three
-	 * arguments, all in the buffer (SET's value); len 0 otherwise */
+	/* Redis: argument 2 of a RESP write of three or five arguments,
+	 * all in the buffer (SET's value), and arguments 3 and 4 of one of
+	 * five (SET's EX or PX and its number); len 0 otherwise */
 	struct xps_span val;
+	struct xps_span opt[2];
 	/* Not a result: the parsers' work area (argument spans, tokens),
 	 * here rather than on the 512-byte BPF stack that the handler's own
 	 * frames share with the parser's.  Undefined after a parse. */

@@ -48,11 +48,23 @@ struct xps_kv_value {
 	__u32 client_flags;		/* memcached: the item's flags */
 	__u32 pad;
 	/*
-	 * xps_kv_seal(len | (__u64)cgen << 32, version, cas, client_flags,
-	 * key, v) (include/xps/kvsum.h): a value whose seal does not match
-	 * the copy a handler made is not served.  xps_kv_value_seal() sets it.
+	 * xps_kv_seal(len | (__u64)cgen << 32, version, cas,
+	 * xps_kv_seal_s3(client_flags, expire_ns, expire_tai_ns), key, v)
+	 * (include/xps/kvsum.h): a value whose seal does not match the copy
+	 * a handler made is not served.  xps_kv_value_seal() sets it.
 	 */
 	__u64 sum;
+	/*
+	 * Expiry: 0, never.  Otherwise the value is not served once
+	 * bpf_ktime_get_ns() (CLOCK_MONOTONIC) reaches expire_ns or
+	 * bpf_ktime_get_tai_ns() (CLOCK_TAI, which steps with the
+	 * real-time clock the server's expiry follows) reaches
+	 * expire_tai_ns, whichever comes first (docs/coherence.md, "Writes
+	 * committed by the kernel").  Only the kernel's write-through sets
+	 * them; fills from user space never carry an expiry.
+	 */
+	__u64 expire_ns;
+	__u64 expire_tai_ns;
 	struct xps_kv_key key;		/* the whole key: compared on lookup */
 	__u8 v[XPS_KV_VALUE_MAX];
 };
@@ -134,7 +146,7 @@ _Static_assert(sizeof(struct xps_kv_key) == 8 + XPS_KV_KEY_MAX, "xps_kv_key layo
 _Static_assert(sizeof(struct xps_kv_hkey) == 8, "xps_kv_hkey layout");
 _Static_assert(sizeof(struct xps_kv_state) == 24, "xps_kv_state layout");
 _Static_assert(sizeof(struct xps_kv_arm) == 16 + 8 + XPS_KV_KEY_MAX, "xps_kv_arm layout");
-_Static_assert(sizeof(struct xps_kv_value) == 40 + 8 + XPS_KV_KEY_MAX + XPS_KV_VALUE_MAX,
+_Static_assert(sizeof(struct xps_kv_value) == 56 + 8 + XPS_KV_KEY_MAX + XPS_KV_VALUE_MAX,
 	       "xps_kv_value layout");
 _Static_assert(sizeof(struct xps_kv_wt) == 32 + sizeof(struct xps_kv_value),
 	       "xps_kv_wt layout");
@@ -222,7 +234,9 @@ static inline __u64 xps_kv_value_sum(const struct xps_kv_value *v)
 	__u32 klen = v->key.len < XPS_KV_KEY_MAX ? v->key.len : XPS_KV_KEY_MAX;
 
 	return xps_kv_seal(v->len | (__u64)v->cgen << 32, v->version, v->cas,
-			   v->client_flags, v->key.b, klen, v->v, vlen);
+			   xps_kv_seal_s3(v->client_flags, v->expire_ns,
+					  v->expire_tai_ns),
+			   v->key.b, klen, v->v, vlen);
 }
 
 /* Seal @v: the last step of building a value, after every field is set. */

@@ -32,6 +32,20 @@ static inline __u64 xps_kv_mix(__u64 h, __u64 w)
 	return h ^ (h >> 29);
 }
 
+/*
+ * The seal's fourth stamp: the item's client flags, and its expiry
+ * folded in when it has one, so that a value without an expiry is sealed
+ * as before the expiry existed.
+ */
+static inline __u64 xps_kv_seal_s3(__u32 client_flags, __u64 expire_ns,
+				   __u64 expire_tai_ns)
+{
+	if (!expire_ns && !expire_tai_ns)
+		return client_flags;
+	return client_flags ^ xps_kv_mix(xps_kv_mix(XPS_KV_SUM_SEED, expire_ns),
+					 expire_tai_ns);
+}
+
 #ifndef __bpf__
 #include <string.h>
 

@@ -166,7 +166,7 @@ static __noinline void mc_write(struct xps_kv_walk *w)
 {
 	const struct xps_mc_line *ln;
 	__u64 stored = 0, flags = 0;
-	struct xps_span val;
+	struct xps_kv_wt_args *a;
 	__u32 i, s, e;
 	int wt;
 
@@ -194,10 +194,16 @@ static __noinline void mc_write(struct xps_kv_walk *w)
 	e = w->off + w->sc->req.req_len - 2;
 	if (s > e || e > XPS_SCRATCH)
 		return;
-	val.off = s;
-	val.len = e - s;
+	a = &w->sc->wt;
+	a->val.off = s;
+	a->val.len = e - s;
 	__builtin_memcpy(&stored, "STORED\r\n", 8);
-	xps_kv_write_through(w, &val, (__u32)flags, stored, 8);
+	a->expect = stored;
+	a->expect_len = 8;
+	a->client_flags = (__u32)flags;
+	a->expire_ns = 0;
+	a->expire_tai_ns = 0;
+	xps_kv_write_through(w);
 }
 
 static long walk_one(__u32 i, void *ctx)

@@ -77,26 +77,105 @@ __u32 xps_redis_get_at(struct xps_kv_scratch *sc, __u32 len, __u32 off)
 	return xps_redis_parse_get(sc->in, len, off, &sc->req.keys[0]);
 }
 
-/*
- * "SET <key> <value>" and nothing more, literal, as the segment's first
- * request, on a connection the handler may serve: the value it leaves is
- * the request's, with no expiry (SET clears any), when Redis answers
- * "+OK" (xps_kv_write_through()).  w->learn still holds whether the
- * handler may serve here: nothing before the first request cleared it.
- */
-static __always_inline int plain_set(const struct xps_kv_walk *w)
+/* Whether the 2 bytes at @o of @in are @c0 @c1, in any case. */
+static __always_inline int word2(const __u8 *in, __u32 o, char c0, char c1)
 {
-	const struct xps_kv_req *req = &w->sc->req;
-	const __u8 *in = w->sc->in;
-	__u32 o = req->name.off;
+	return (in[o] | 0x20) == c0 && (in[o + 1] | 0x20) == c1;
+}
 
-	if (!w->learn || w->off || req->nkeys != 1 || !req->val.len ||
-	    req->name.len != 3 || o >= XPS_SCRATCH ||
-	    req->keys[0].len > REDIS_KEY_MAX ||
-	    (req->flags & (XPS_F_ALL | XPS_F_BADKEY | XPS_F_QUOTED)))
+#define REDIS_TTL_NONE	(~0ULL)
+
+/*
+ * Whether the request just parsed into sc->req is a SET the kernel may
+ * commit (redis_write()): "SET <key> <value>" (REDIS_TTL_NONE) or
+ * "SET <key> <value> EX|PX <n>" (its time to live, in ns), in RESP, n of
+ * 1 to 12 digits as Redis reads a number (no sign, no leading zero); 0
+ * otherwise.  A global function: verified once, whatever the walk's
+ * state (its loop, in line, took the handler past the verifier's limit).
+ */
+__attribute__((noinline))
+__u64 xps_redis_set_ttl(const struct xps_kv_scratch *sc)
+{
+	const struct xps_kv_req *req;
+	__u32 o, n, i;
+	__u64 v = 0;
+	__u8 c;
+
+	if (!sc)
 		return 0;
-	return (in[o] | 0x20) == 's' && (in[o + 1] | 0x20) == 'e' &&
-	       (in[o + 2] | 0x20) == 't';
+	req = &sc->req;
+	o = req->name.off;
+	if (req->nkeys != 1 || !req->val.len || req->name.len != 3 ||
+	    o >= XPS_SCRATCH || req->keys[0].len > REDIS_KEY_MAX ||
+	    (req->flags & (XPS_F_ALL | XPS_F_BADKEY | XPS_F_QUOTED)) ||
+	    (sc->in[o] | 0x20) != 's' || !word2(sc->in, o + 1, 'e', 't'))
+		return 0;
+	if (req->argc == 3)
+		return REDIS_TTL_NONE;
+	if (req->argc != 5 || req->opt[0].len != 2)
+		return 0;
+	o = req->opt[1].off;
+	n = req->opt[1].len;
+	if (n < 1 || n > 12 || o >= XPS_SCRATCH || sc->in[o] == '0')
+		return 0;
+	for (i = 0; i < 12; i++) {
+		if (i >= n)
+			break;
+		c = sc->in[(o + i) & (XPS_SCRATCH - 1)];
+		if (c < '0' || c > '9')
+			return 0;
+		v = v * 10 + (c - '0');
+	}
+	o = req->opt[0].off;
+	if (o >= XPS_SCRATCH)
+		return 0;
+	if (word2(sc->in, o, 'e', 'x') && v <= 1000000000ULL)
+		v *= 1000000000ULL;
+	else if (word2(sc->in, o, 'p', 'x') && v <= 1000000000000ULL)
+		v *= 1000000ULL;
+	else
+		return 0;
+	return v > 2000000ULL ? v : 0;
+}
+
+/*
+ * A write of the walk (XPS_REQ_INVALIDATE): counted and invalidated, and,
+ * for a SET xps_redis_set_ttl() accepts, as the segment's first request,
+ * on a connection the handler may serve (w->learn, which nothing before
+ * the first request cleared), committed by the kernel if Redis answers
+ * "+OK": the value is the request's, with no expiry (a plain SET clears
+ * any) or one its time to live from now (xps_kv_write_through()).  The
+ * expiry is taken from the handler's clocks before Redis executes the
+ * SET, less a millisecond for Redis's millisecond clock: it falls no
+ * later than Redis's (docs/coherence.md).  Its own subprogram: its frame
+ * stays off the walk's.
+ */
+static __noinline void redis_write(struct xps_kv_walk *w)
+{
+	struct xps_kv_wt_args *a;
+	__u64 ok = 0, ttl = 0;
+
+	if (!w || !w->sc)
+		return;
+	if (w->learn && !w->off)
+		ttl = xps_redis_set_ttl(w->sc);
+	/* 1: one key bumped, left in sc->key */
+	if (xps_kv_invalidate(w) != 1 || !ttl)
+		return;
+	a = &w->sc->wt;
+	a->val = w->sc->req.val;
+	__builtin_memcpy(&ok, "+OK\r\n", 5);
+	a->expect = ok;
+	a->expect_len = 5;
+	a->client_flags = 0;
+	a->expire_ns = 0;
+	a->expire_tai_ns = 0;
+	if (ttl != REDIS_TTL_NONE) {
+		ttl -= 1000000ULL;	/* Redis's clock: whole milliseconds */
+		a->expire_ns = bpf_ktime_get_ns() + ttl;
+		a->expire_tai_ns = bpf_ktime_get_tai_ns() + ttl;
+	}
+	xps_kv_write_through(w);
 }
 
 static long walk_one(__u32 i, void *ctx)
@@ -143,15 +222,8 @@ static long walk_one(__u32 i, void *ctx)
 			w->serve = 0;
 		break;
 	case XPS_REQ_INVALIDATE:
-		if (!plain_set(w))
-			return xps_kv_walk_common(w, kind);
+		redis_write(w);
 		w->serve = 0;
-		if (xps_kv_invalidate(w) == 1) {	/* sc->key: its key */
-			__u64 ok = 0;
-
-			__builtin_memcpy(&ok, "+OK\r\n", 5);
-			xps_kv_write_through(w, &req->val, 0, ok, 5);
-		}
 		break;
 	case XPS_REQ_STATE:
 		/*

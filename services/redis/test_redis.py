@@ -293,8 +293,9 @@ def test_set_committed_by_the_kernel():
     """A plain SET answered +OK is committed to the cache by the kernel
     (docs/coherence.md, "Writes committed by the kernel"): the next GET of
     the key is answered by the kernel, with no PTTL and no GET for Redis
-    to execute.  A SET with options, and a SET pipelined behind another
-    request, are not committed: their keys are learned as before."""
+    to execute.  A SET with options other than EX and PX, and a SET
+    pipelined behind another request, are not committed: their keys are
+    learned as before."""
     r = Redis()
     try:
         start_service(r)
@@ -313,9 +314,9 @@ def test_set_committed_by_the_kernel():
         if served < 48:
             raise AssertionError("only %d of 50 GETs after a SET from the kernel" % served)
         eq(p1 - p0, 0, "PTTLs the filler asked")
-        # a SET with options leaves what the request does not say: not committed
-        eq(c.call("SET", "wt:ex", "temp", "EX", "100"), b"+OK\r\n", "SET EX")
-        eq(kernel_get(c, "wt:ex", b"$4\r\ntemp\r\n"), False, "the kernel answered a key with a TTL")
+        # a SET with options the kernel does not follow: not committed
+        eq(c.call("SET", "wt:nx", "temp", "NX"), b"+OK\r\n", "SET NX")
+        eq(kernel_get(c, "wt:nx", b"$4\r\ntemp\r\n"), False, "the kernel answered a SET NX's value")
         # not the first reply of its segment: egress cannot place it
         eq(c.pipeline([("GET", "wt:0"), ("SET", "wt:0", "second")]),
            [b"$7\r\nvalue-0\r\n", b"+OK\r\n"], "GET, SET pipelined")
@@ -324,6 +325,53 @@ def test_set_committed_by_the_kernel():
         # the value overwritten the same way is committed again
         eq(c.call("SET", "wt:0", "third"), b"+OK\r\n", "SET")
         eq(kernel_get(c, "wt:0", b"$5\r\nthird\r\n"), True, "the kernel answered the new value")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
+def test_set_with_expiry_never_served_past_it():
+    """SET ... EX and SET ... PX are committed by the kernel with their
+    expiry: the kernel answers the key at once, and never once Redis has
+    expired it (a GET sent after the SET's reply plus the time to live
+    is never answered by the kernel, and Redis then answers nil)."""
+    r = Redis()
+    try:
+        start_service(r)
+        c = Client()
+        eq(c.call("SET", "wt:warm", "w"), b"+OK\r\n", "SET")
+        warm(c, "wt:warm", b"w")    # the filler's first check is over
+        for key, opt, n, ttl in (("wt:px", "PX", "1500", 1.5), ("wt:ex", "EX", "2", 2.0)):
+            t0 = time.time()
+            eq(c.call("SET", key, "short-lived", opt, n), b"+OK\r\n", "SET " + opt)
+            acked = time.time()
+            live, late = 0, []
+            while True:
+                tx = stats("redis")["tx"]
+                sent = time.time()
+                rep = c.call("GET", key)
+                kernel = stats("redis")["tx"] > tx
+                if rep == b"$-1\r\n":
+                    eq(kernel, False, "the kernel answered nil")
+                    break
+                eq(rep, b"$11\r\nshort-lived\r\n", "GET " + key)
+                if kernel:
+                    live += 1
+                    if sent > acked + ttl:
+                        late.append(sent - acked)
+                if time.time() - t0 > ttl + 3 * SLOW:
+                    raise AssertionError("%s never expired" % key)
+                time.sleep(0.01)
+            gone = time.time() - t0
+            print("    SET %s %s: the kernel answered %d GETs, Redis said nil %.2f s after the SET"
+                  % (opt, n, live, gone))
+            if late:
+                raise AssertionError("the kernel answered %s %.3f s after the SET's reply (TTL %.1f s)"
+                                     % (key, late[0], ttl))
+            if not live:
+                raise AssertionError("the kernel never answered %s while it lived" % key)
         c.close()
     finally:
         xpsctl("service", "stop", "redis", check=False)
@@ -404,16 +452,19 @@ def test_write_through_with_a_reply_held_back():
 
 @test
 def test_expiring_keys_never_served():
-    """A key with a time to live is never answered by the kernel: the
-    filler asks PTTL as soon as a GET misses, before Redis's reply is
-    captured, and only a key that never expires is learned.  Once PERSIST
-    removes the time to live the key is learned; EXPIRE, SET ... PX and
-    GETEX give it one again and the kernel stops answering it at once."""
+    """A key with a time to live is never learned by the filler: it asks
+    PTTL as soon as a GET misses, before Redis's reply is captured, and
+    only a key that never expires is learned.  Once PERSIST removes the
+    time to live the key is learned; EXPIRE and GETEX give it one again
+    and the kernel stops answering it at once.  (A SET ... PX is
+    committed by the kernel with its expiry:
+    test_set_with_expiry_never_served_past_it.)"""
     r = Redis()
     try:
         start_service(r)
         r.cli("SET", "plain", "stays")
-        r.cli("SET", "exp", "goes", "EX", "600")
+        r.cli("SET", "exp", "goes")
+        r.cli("EXPIRE", "exp", "600")
         c = Client()
 
         def from_kernel(key, want, n):
@@ -433,8 +484,7 @@ def test_expiring_keys_never_served():
         # (value before, command giving a TTL, its reply, value after)
         for before, cmd, want, after in (
                 (b"goes", ("EXPIRE", "exp", "600"), b":1\r\n", b"goes"),
-                (b"goes", ("SET", "exp", "back", "PX", "600000"), b"+OK\r\n", b"back"),
-                (b"back", ("GETEX", "exp", "EX", "600"), b"$4\r\nback\r\n", b"back")):
+                (b"goes", ("GETEX", "exp", "EX", "600"), b"$4\r\ngoes\r\n", b"goes")):
             c.call("PERSIST", "exp")
             warm(c, "exp", before)
             eq(c.call(*cmd), want, " ".join(cmd))

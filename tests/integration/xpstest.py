@@ -233,8 +233,8 @@ def kv_value_hex(key, val, cgen=0, version=0, cas=0, flags=0, seal=None):
     the whole value."""
     if seal is None:
         seal = kv_seal(len(val) | cgen << 32, version, cas, flags, key, val)
-    return "hex:" + (struct.pack("<IIQQIIQ", len(val), cgen, version, cas,
-                                 flags, 0, seal)
+    return "hex:" + (struct.pack("<IIQQIIQQQ", len(val), cgen, version, cas,
+                                 flags, 0, seal, 0, 0)
                      + struct.pack("<II", len(key), 0) + key
                      + bytes(256 - len(key))
                      + val + bytes(1024 - len(val))).hex()

@@ -36,7 +36,7 @@ static void test_encoder(void)
 	h_end();
 }
 
-/* The value span a write-through needs: a write of exactly 3 arguments. */
+/* The spans a write-through needs: a write of 3 or 5 arguments. */
 static void test_value_span(void)
 {
 	static const struct {
@@ -47,14 +47,15 @@ static void test_value_span(void)
 		{ "*3\r\n$3\r\nset\r\n$1\r\nk\r\n$0\r\n\r\n", "" },
 		{ "SET k plain\r\n", NULL },	/* inline: two spans kept */
 		{ "SET k \"quoted\"\r\n", NULL },
-		{ "*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nEX\r\n$1\r\n9\r\n", NULL },
+		{ "*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nEX\r\n$1\r\n9\r\n", "v" },
+		{ "*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nNX\r\n", NULL },
 		{ "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", NULL },
 		{ "*3\r\n$5\r\nLPUSH\r\n$1\r\nk\r\n$1\r\nv\r\n", "v" },
 	};
 	struct xps_kv_req r;
 	size_t i, n;
 
-	h_begin("redis parse: the value span of a three-argument write");
+	h_begin("redis parse: the value and option spans of a SET");
 	for (i = 0; i < N(cases); i++) {
 		n = strlen(cases[i].req);
 		memset(kv_buf, 0, sizeof(kv_buf));
@@ -67,6 +68,11 @@ static void test_value_span(void)
 		CHECK(r.val.len == strlen(cases[i].val) &&
 		      !memcmp(kv_buf + r.val.off, cases[i].val, r.val.len),
 		      "case %zu: span %u+%u", i, r.val.off, r.val.len);
+		/* five arguments: the option and its number too */
+		if (r.argc == 5)
+			CHECK(r.opt[0].len == 2 && !memcmp(kv_buf + r.opt[0].off, "EX", 2) &&
+			      r.opt[1].len == 1 && kv_buf[r.opt[1].off] == '9',
+			      "case %zu: option spans", i);
 	}
 	h_end();
 }
