@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * What one GET costs the Redis and memcached handlers, and one blocked
- * POST the HTTP method filter, measured with BPF_PROG_TEST_RUN (no PMU
+ * POST the HTTP method filter; and, beside them, what a request they pass
+ * costs (redis-set, mc-set: a SET of the cached key; http-get: a GET
+ * nginx serves), measured with BPF_PROG_TEST_RUN (no PMU
  * needed): the handler object is loaded on its own (no context, nothing
  * pinned), one 32-byte key is cached with a 128-byte value (POST blocked
  * with 405 for the filter), and one request segment (a GET; wrk's POST of
@@ -20,7 +22,7 @@
  * The reply is checked byte for byte: a handler that stopped answering
  * would otherwise look cheap (-x skips the check, for handlers trimmed by
  * hand to see what a part costs).  -s measures only the handler NAME
- * (redis, memcached, http), for a profile of one.  -b 2 only loads the handlers as the
+ * (redis, memcached, http, redis-set, mc-set, http-get), for a profile of one.  -b 2 only loads the handlers as the
  * stock TCP backend would (enum xps_backend), for their verifier counts.
  */
 #include <errno.h>
@@ -230,7 +232,7 @@ static int set_request(struct loaded *l, const char *req, __u32 n)
 }
 
 /* ns per run of @prog over @repeat runs; the best of @rounds. */
-static int time_prog(int prog, __u32 repeat, int rounds, char *want,
+static int time_prog(int prog, __u32 repeat, int rounds, int pass, char *want,
 		     __u32 want_len, int date_off, double *ns)
 {
 	static char out[4096];
@@ -259,6 +261,11 @@ static int time_prog(int prog, __u32 repeat, int rounds, char *want,
 			fprintf(stderr, "wrong answer: verdict %u, %u bytes: %.*s\n",
 				t.retval, t.data_size_out,
 				(int)t.data_size_out, out);
+			return -1;
+		}
+		if (pass && !unchecked && t.retval != XPS_PASS) {
+			fprintf(stderr, "wrong answer: verdict %u, not a pass\n",
+				t.retval);
 			return -1;
 		}
 		if (!i || t.duration < *ns)
@@ -300,6 +307,7 @@ struct service {
 	const char *obj;
 	int (*fill)(struct loaded *l, const char *key, const char *val);
 	int (*request)(char *b, const char *key);
+	/* the reply; NULL: the handler passes the request (XPS_PASS) */
 	int (*reply)(char *b, const char *key, const char *val);
 	int date_off;		/* reply bytes of a Date header, or -1 */
 };
@@ -313,6 +321,23 @@ static int redis_request(char *b, const char *key)
 static int redis_reply(char *b, const char *key, const char *val)
 {
 	return sprintf(b, "$%d\r\n%.*s\r\n", VALUE_LEN, VALUE_LEN, val);
+}
+
+/*
+ * A SET of the cached key: passed to Redis after the handler counted it,
+ * bumped the key's version and, the first time, made a write-through
+ * record (later runs find that record pending and make none).
+ */
+static int redis_set_request(char *b, const char *key)
+{
+	return sprintf(b, "*3\r\n$3\r\nSET\r\n$%d\r\n%.*s\r\n$%d\r\n%0*d\r\n",
+		       KEY_LEN, KEY_LEN, key, VALUE_LEN, VALUE_LEN, 7);
+}
+
+static int mc_set_request(char *b, const char *key)
+{
+	return sprintf(b, "set %.*s 0 0 %d\r\n%0*d\r\n", KEY_LEN, key,
+		       VALUE_LEN, VALUE_LEN, 7);
 }
 
 static int mc_request(char *b, const char *key)
@@ -359,6 +384,13 @@ static int http_request(char *b, const char *key)
 	return n + 256;
 }
 
+/* A GET nginx serves: the filter passes it. */
+static int http_get_request(char *b, const char *key)
+{
+	return sprintf(b, "GET / HTTP/1.1\r\nHost: 10.0.2.15:17720\r\n"
+		       "User-Agent: wrk\r\n\r\n");
+}
+
 static int http_reply(char *b, const char *key, const char *val)
 {
 	static __u8 out[XPS_SCRATCH];
@@ -378,6 +410,11 @@ static const struct service services[] = {
 	/* "HTTP/1.1 405 Not Allowed\r\nServer: nginx/1.22.1\r\nDate: " */
 	{ "http", "http_filter.bpf.o", http_fill, http_request, http_reply,
 	  26 + 8 + sizeof(HTTP_SERVER) - 1 + 8 },
+	/* requests the handlers pass: what a request XPS does not answer costs */
+	{ "redis-set", "redis.bpf.o", kv_fill, redis_set_request, NULL, -1 },
+	{ "mc-set", "memcached.bpf.o", kv_fill, mc_set_request, NULL, -1 },
+	{ "http-get", "http_filter.bpf.o", http_fill, http_get_request, NULL,
+	  -1 },
 };
 
 static int measure(const struct service *s, const char *dir,
@@ -392,7 +429,7 @@ static int measure(const struct service *s, const char *dir,
 	fill_bytes(key, KEY_LEN, 'a');
 	fill_bytes(val, VALUE_LEN, 'A');
 	n = s->request(req, key);
-	w = s->reply(want, key, val);
+	w = s->reply ? s->reply(want, key, val) : 0;
 	err = load(&l, path, entry);
 	if (!err && backend) {
 		printf("%-10s verifier %6lu insns (backend %u: verified only)\n",
@@ -403,9 +440,9 @@ static int measure(const struct service *s, const char *dir,
 	if (!err && (install_conn(&l) || s->fill(&l, key, val) ||
 		     set_request(&l, req, n)))
 		err = -errno ? -errno : -EIO;
-	if (!err && (time_prog(l.full, repeat, rounds, want, w, s->date_off,
-			       &full) ||
-		     time_prog(l.base, repeat, rounds, NULL, 0, -1, &base)))
+	if (!err && (time_prog(l.full, repeat, rounds, !s->reply,
+			       s->reply ? want : NULL, w, s->date_off, &full) ||
+		     time_prog(l.base, repeat, rounds, 0, NULL, 0, -1, &base)))
 		err = -EIO;
 	if (!err)
 		printf("%-10s verifier %6lu insns   full %8.1f ns   entry %7.1f ns   handler %8.1f ns per request\n",
@@ -474,7 +511,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (only && i == sizeof(services) / sizeof(services[0])) {
-		fprintf(stderr, "%s: no handler '%s' (redis, memcached, http)\n",
+		fprintf(stderr, "%s: no handler '%s' (redis, memcached, http, redis-set, mc-set, http-get)\n",
 			argv[0], only);
 		err = 2;
 	}

@@ -17,7 +17,7 @@
  * the stored key equals the requested one, and the bytes copied match the
  * filler's seal.  A write whose request says what the key will hold may
  * leave a sealed value that the framework's egress step commits when the
- * server acknowledges the write (xps_kv_write_through()).
+ * server acknowledges the write (xps_kv_wt_stamp()).
  */
 #ifndef __XPS_KVCACHE_BPF_H
 #define __XPS_KVCACHE_BPF_H
@@ -112,7 +112,7 @@ struct xps_kv_hit {
 };
 
 /*
- * What a write-through leaves (xps_kv_write_through()): its value's
+ * What a write-through leaves (xps_kv_wt_stamp()): its value's
  * span, the reply that says it took effect, its flags and its expiry.
  */
 struct xps_kv_wt_args {
@@ -304,6 +304,18 @@ static __noinline void xps_kv_learn(struct xps_kv_walk *w)
 }
 
 /*
+ * Whether a value that expires at @expire_ns (bpf_ktime_get_ns()) and
+ * @expire_tai_ns (bpf_ktime_get_tai_ns()) has expired by either clock
+ * (struct xps_kv_value).  A global function, verified once.
+ */
+__attribute__((noinline))
+int xps_kv_expired(__u64 expire_ns, __u64 expire_tai_ns)
+{
+	return bpf_ktime_get_ns() >= expire_ns ||
+	       bpf_ktime_get_tai_ns() >= expire_tai_ns;
+}
+
+/*
  * The value cached for sc->key, or NULL: stored under the key's hash for
  * this very key, stamped with the current cache generation and the key's
  * current version (its stamps then in sc->hit).  Every lookup counts as
@@ -335,9 +347,8 @@ static __always_inline struct xps_kv_value *xps_kv_lookup(struct xps_kv_walk *w)
 	if (hit->cgen != *w->cgen || hit->len > XPS_KV_VALUE_MAX ||
 	    !xps_kv_same_key(&w->sc->key, &v->key))
 		goto miss;
-	/* expired by either clock (struct xps_kv_value) */
-	if (hit->expire_ns && (bpf_ktime_get_ns() >= hit->expire_ns ||
-			       bpf_ktime_get_tai_ns() >= hit->expire_tai_ns))
+	if (hit->expire_ns &&
+	    xps_kv_expired(hit->expire_ns, hit->expire_tai_ns))
 		goto miss;
 	ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
 	if (hit->version != (ver ? *ver : 0))
@@ -551,7 +562,7 @@ struct {
 /*
  * Write-through (docs/coherence.md, "Writes committed by the kernel"):
  * the write xps_kv_invalidate() just counted, of the one key in sc->key
- * and w->hk, leaves the bytes sc->wt.val spans (payload offsets) as the
+ * (of hash @hash), leaves the bytes sc->wt.val spans (payload offsets) as the
  * key's value, with sc->wt's flags (memcached; its CAS is unknown, 0) and
  * expiry, if the service answers it with the expect_len bytes of
  * sc->wt.expect (struct xps_kv_wt).  The record is stamped here, in the
@@ -565,11 +576,15 @@ struct {
  * executes before this one was then answered before it was read, and a
  * write counted after the check bumps the version the value is stamped
  * with.  The stamps are read after the write's own bump and before the
- * check, as a fill reads them before its own.  Its own subprogram: one
- * copy for every caller.
+ * check, as a fill reads them before its own.  @cgen: the state's cache
+ * generation.  A global function: verified once, whatever the walk's
+ * state.
  */
-static __noinline void xps_kv_write_through(struct xps_kv_walk *w)
+__attribute__((noinline))
+int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
+		    __u32 *cgen, __u64 hash)
 {
+	struct xps_kv_hkey hk = { .hash = hash };
 	struct xps_run *run = xps__run();
 	struct xps_kv_wt_args *a;
 	struct xps_kv_wt *rec;
@@ -577,38 +592,42 @@ static __noinline void xps_kv_write_through(struct xps_kv_walk *w)
 	__u32 zero = 0, vlen;
 	__u64 *ver;
 
-	if (!w || !w->sc || !w->cgen || !run || run->proto != IPPROTO_TCP ||
-	    !run->reqs)
-		return;
-	a = &w->sc->wt;
+	/*
+	 * The segment's first request only (egress commits the first reply
+	 * of a segment): counted here, not by the walk's offset, which the
+	 * verifier would then have to tell apart in every state of the walk.
+	 */
+	if (!sc || !cgen || !run || run->proto != IPPROTO_TCP || run->reqs != 1)
+		return 0;
+	a = &sc->wt;
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
 	rec = bpf_map_lookup_elem(&xps_kv_wt_build, &zero);
 	if (!conn || !rec ||
 	    (conn->flags & (XPS_CONN_UNCOUNTED | XPS_CONN_EGRESS)) !=
 	    XPS_CONN_EGRESS)
-		return;
+		return 0;
 	/* one at a time: egress looks for one reply number */
 	if (conn->wt_reply && (__s32)(conn->answered - conn->wt_reply) < 0)
-		return;
-	ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
+		return 0;
+	ver = bpf_map_lookup_elem(&xps_versions, &hk);
 	if (!ver)
-		return;	/* no version: the write was one of every key */
+		return 0;	/* no version: the write was one of every key */
 	rec->v.version = *(volatile __u64 *)ver;
-	rec->v.cgen = *(volatile __u32 *)w->cgen;
+	rec->v.cgen = *(volatile __u32 *)cgen;
 	asm volatile("" ::: "memory");	/* the stamps before the writes */
-	if (xps_writes_pending(w->hk.hash) != 1)
-		return;	/* another write may land after ours */
+	if (xps_writes_pending(hash) != 1)
+		return 0;	/* another write may land after ours */
 	vlen = a->val.len;
 	barrier_var(vlen);
 	if (vlen < 1 || vlen > XPS_KV_VALUE_MAX ||
-	    xps_load(w->skb, a->val.off, rec->v.v, vlen))
-		return;
-	__builtin_memcpy(&rec->v.key, &w->sc->key, sizeof(rec->v.key));
+	    xps_load(skb, a->val.off, rec->v.v, vlen))
+		return 0;
+	__builtin_memcpy(&rec->v.key, &sc->key, sizeof(rec->v.key));
 	rec->slot = run->slot;
 	rec->gen = conn->gen;
 	rec->expect = a->expect;
 	rec->expect_len = a->expect_len;
-	rec->hk = w->hk;
+	rec->hk = hk;
 	rec->v.len = vlen;
 	rec->v.cas = 0;		/* unknown: a gets is not answered */
 	rec->v.client_flags = a->client_flags;
@@ -616,14 +635,18 @@ static __noinline void xps_kv_write_through(struct xps_kv_walk *w)
 	rec->v.expire_ns = a->expire_ns;
 	rec->v.expire_tai_ns = a->expire_tai_ns;
 	rec->reply = conn->owed + run->reqs;	/* last: the record is whole */
+	return 0;
 }
 
+
 /*
- * After the walk: seal the record xps_kv_write_through() stamped, if any,
- * and hand it to the egress step.  The staged reply serves as scratch: a
- * segment with a write is not answered.
+ * After the walk: seal the record xps_kv_wt_stamp() stamped, if any,
+ * and hand it to the egress step.  @out, the staged reply, serves as
+ * scratch: a segment with a write is not answered.  A global function,
+ * verified once whatever the handler's state.
  */
-static __noinline void xps_kv_write_through_end(struct xps_kv_walk *w)
+__attribute__((noinline))
+int xps_kv_write_through_end(struct xps_stage *out)
 {
 	struct xps_run *run = xps__run();
 	struct xps_kv_wt *rec;
@@ -633,8 +656,8 @@ static __noinline void xps_kv_write_through_end(struct xps_kv_walk *w)
 
 	rec = bpf_map_lookup_elem(&xps_kv_wt_build, &zero);
 	if (!rec || !rec->reply)
-		return;
-	if (!w || !w->out || !run)
+		return 0;
+	if (!out || !run)
 		goto out;
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
 	if (!conn || (conn->flags & XPS_CONN_UNCOUNTED))
@@ -647,13 +670,14 @@ static __noinline void xps_kv_write_through_end(struct xps_kv_walk *w)
 			       xps_kv_seal_s3(rec->v.client_flags,
 					      rec->v.expire_ns,
 					      rec->v.expire_tai_ns));
-	rec->v.sum = xps_stage_copy_sum(w->out, 0,
+	rec->v.sum = xps_stage_copy_sum(out, 0,
 					(const struct xps_stage_chunk *)rec->v.v,
 					vlen, head);
 	if (!bpf_map_update_elem(&xps_kv_wt, &run->cookie, rec, BPF_ANY))
 		conn->wt_reply = rec->reply;
 out:
 	rec->reply = 0;
+	return 0;
 }
 
 /* Count the request just parsed, unless the service never answers it. */

@@ -142,17 +142,16 @@ static __always_inline int stage_value(struct xps_kv_walk *w, __u32 i,
 
 /*
  * A set of one key with exptime 0 whose data block ends in CRLF here
- * (XPS_F_NOEXP), not noreply, as the segment's first request, on a
- * connection the handler may serve (w->learn, which the handler clears
+ * (XPS_F_NOEXP), not noreply, on a connection the handler may serve (w->learn, which the handler clears
  * within a second of a write over UDP): if memcached answers STORED, the
  * item is the data block with the set's flags and no expiry
- * (xps_kv_write_through()).
+ * (xps_kv_wt_stamp()).
  */
 static __always_inline int plain_set(const struct xps_kv_walk *w)
 {
 	const struct xps_kv_req *req = &w->sc->req;
 
-	return w->learn && w->off == w->base && req->nkeys == 1 &&
+	return w->learn && req->nkeys == 1 &&
 	       (req->flags & (XPS_F_NOEXP | XPS_F_NOREPLY | XPS_F_ALL)) ==
 	       XPS_F_NOEXP;
 }
@@ -168,13 +167,11 @@ static __noinline void mc_write(struct xps_kv_walk *w)
 	__u64 stored = 0, flags = 0;
 	struct xps_kv_wt_args *a;
 	__u32 i, s, e;
-	int wt;
 
 	if (!w || !w->sc)
 		return;
-	wt = plain_set(w);
 	/* 1: one key bumped, left in sc->key */
-	if (invalidate(w) != 1 || !wt)
+	if (invalidate(w) != 1 || !plain_set(w))
 		return;
 	/*
 	 * The flags: token 2 of the line the parse just tokenized, one to
@@ -203,7 +200,7 @@ static __noinline void mc_write(struct xps_kv_walk *w)
 	a->client_flags = (__u32)flags;
 	a->expire_ns = 0;
 	a->expire_tai_ns = 0;
-	xps_kv_write_through(w);
+	xps_kv_wt_stamp(w->skb, w->sc, w->cgen, w->hk.hash);
 }
 
 static long walk_one(__u32 i, void *ctx)
@@ -411,7 +408,7 @@ int xps_memcached(struct __sk_buff *skb)
 	if (!w.gets) {
 		bpf_loop(w.udp ? 1 : XPS_MAX_REQS_PER_SEG, walk_one, &w, 0);
 		xps_kv_walk_end(&w, count_rest, sc);
-		xps_kv_write_through_end(&w);
+		xps_kv_write_through_end(w.out);
 	}
 	/* memcached splits UDP replies over 1400 bytes: leave those to it */
 	if (w.udp && w.out_len > 1400)

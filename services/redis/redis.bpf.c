@@ -139,31 +139,31 @@ __u64 xps_redis_set_ttl(const struct xps_kv_scratch *sc)
 }
 
 /*
- * A write of the walk (XPS_REQ_INVALIDATE): counted and invalidated, and,
- * for a SET xps_redis_set_ttl() accepts, as the segment's first request,
- * on a connection the handler may serve (w->learn, which nothing before
- * the first request cleared), committed by the kernel if Redis answers
- * "+OK": the value is the request's, with no expiry (a plain SET clears
- * any) or one its time to live from now (xps_kv_write_through()).  The
- * expiry is taken from the handler's clocks before Redis executes the
- * SET, less a millisecond for Redis's millisecond clock: it falls no
- * later than Redis's (docs/coherence.md).  Its own subprogram: its frame
- * stays off the walk's.
+ * A write of the walk, counted and invalidated (xps_kv_invalidate()
+ * bumped its one key, left in sc->key and of hash @hash), on a
+ * connection the handler may serve: if it is a SET xps_redis_set_ttl()
+ * accepts, committed by the kernel when Redis answers "+OK": the value is
+ * the request's, with no expiry (a plain SET clears any) or one its time
+ * to live from now (xps_kv_wt_stamp()).  The expiry is taken from
+ * the handler's clocks before Redis executes the SET, less a millisecond
+ * for Redis's millisecond clock: it falls no later than Redis's
+ * (docs/coherence.md).  A global function, verified once, whatever the
+ * walk's state.
  */
-static __noinline void redis_write(struct xps_kv_walk *w)
+__attribute__((noinline))
+int xps_redis_write_through(struct __sk_buff *skb, struct xps_kv_scratch *sc,
+			    __u32 *cgen, __u64 hash)
 {
 	struct xps_kv_wt_args *a;
-	__u64 ok = 0, ttl = 0;
+	__u64 ok = 0, ttl;
 
-	if (!w || !w->sc)
-		return;
-	if (w->learn && !w->off)
-		ttl = xps_redis_set_ttl(w->sc);
-	/* 1: one key bumped, left in sc->key */
-	if (xps_kv_invalidate(w) != 1 || !ttl)
-		return;
-	a = &w->sc->wt;
-	a->val = w->sc->req.val;
+	if (!sc)
+		return 0;
+	ttl = xps_redis_set_ttl(sc);
+	if (!ttl)
+		return 0;
+	a = &sc->wt;
+	a->val = sc->req.val;
 	__builtin_memcpy(&ok, "+OK\r\n", 5);
 	a->expect = ok;
 	a->expect_len = 5;
@@ -175,7 +175,7 @@ static __noinline void redis_write(struct xps_kv_walk *w)
 		a->expire_ns = bpf_ktime_get_ns() + ttl;
 		a->expire_tai_ns = bpf_ktime_get_tai_ns() + ttl;
 	}
-	xps_kv_write_through(w);
+	return xps_kv_wt_stamp(skb, sc, cgen, hash);
 }
 
 static long walk_one(__u32 i, void *ctx)
@@ -222,7 +222,10 @@ static long walk_one(__u32 i, void *ctx)
 			w->serve = 0;
 		break;
 	case XPS_REQ_INVALIDATE:
-		redis_write(w);
+		/* 1: one key bumped, left in sc->key */
+		if (xps_kv_invalidate(w) == 1 && w->learn)
+			xps_redis_write_through(w->skb, w->sc, w->cgen,
+						w->hk.hash);
 		w->serve = 0;
 		break;
 	case XPS_REQ_STATE:
@@ -321,7 +324,7 @@ int xps_redis(struct __sk_buff *skb)
 	} else {
 		bpf_loop(XPS_MAX_REQS_PER_SEG, walk_one, &w, 0);
 		xps_kv_walk_end(&w, count_rest, sc);
-		xps_kv_write_through_end(&w);
+		xps_kv_write_through_end(w.out);
 	}
 	if (!w.serve || !w.gets) {
 		xps_kv_passed(w.cs, now);
