@@ -288,6 +288,16 @@ def kernel_get(c, key, want):
     return stats("redis")["tx"] > tx
 
 
+def start_serving(r):
+    """start_service(), then a client of @r once the kernel answers on it
+    (the filler's first check is over: until then nothing is committed)."""
+    start_service(r)
+    c = Client()
+    eq(c.call("SET", "wt:warm", "w"), b"+OK\r\n", "SET")
+    warm(c, "wt:warm", b"w")
+    return c
+
+
 @test
 def test_set_committed_by_the_kernel():
     """A plain SET answered +OK is committed to the cache by the kernel
@@ -298,10 +308,7 @@ def test_set_committed_by_the_kernel():
     learned as before."""
     r = Redis()
     try:
-        start_service(r)
-        c = Client()
-        eq(c.call("SET", "wt:warm", "w"), b"+OK\r\n", "SET")
-        warm(c, "wt:warm", b"w")    # the filler's first check is over
+        c = start_serving(r)
         g0, p0 = r.getcalls(), cmdcalls(r, "pttl")
         for i in range(50):
             v = b"value-%d" % i
@@ -339,10 +346,7 @@ def test_set_with_expiry_never_served_past_it():
     is never answered by the kernel, and Redis then answers nil)."""
     r = Redis()
     try:
-        start_service(r)
-        c = Client()
-        eq(c.call("SET", "wt:warm", "w"), b"+OK\r\n", "SET")
-        warm(c, "wt:warm", b"w")    # the filler's first check is over
+        c = start_serving(r)
         for key, opt, n, ttl in (("wt:px", "PX", "1500", 1.5), ("wt:ex", "EX", "2", 2.0)):
             t0 = time.time()
             eq(c.call("SET", key, "short-lived", opt, n), b"+OK\r\n", "SET " + opt)
@@ -414,10 +418,7 @@ def test_write_through_with_a_reply_held_back():
     it from the cache once the writes are answered."""
     r = Redis()
     try:
-        start_service(r)
-        c, b = Client(), Client()
-        eq(c.call("SET", "wt:warm", "w"), b"+OK\r\n", "SET")
-        warm(c, "wt:warm", b"w")    # the filler's first check is over
+        c, b = start_serving(r), Client()
         for first in ("stalled", "other"):
             key = "wt:k:" + first
             eq(c.call("SET", key, "old"), b"+OK\r\n", "SET old")
