@@ -31,6 +31,7 @@ static const struct svc_kind *const svc_kinds[] = {
 	&svc_redis_cluster,
 	&svc_memcached,
 	&svc_http,
+	&svc_nats,
 	NULL,
 };
 

@@ -145,7 +145,7 @@ void svc_print(const struct svc_kind *k, const char *shown, const char *name,
 	       const char *owner, __u32 port, pid_t pid);
 int svc_remove(const char *name);
 
-extern const struct svc_kind svc_redis, svc_redis_cluster, svc_memcached,
+extern const struct svc_kind svc_redis, svc_redis_cluster, svc_memcached, svc_nats,
 	svc_http;
 
 #endif

@@ -238,6 +238,9 @@ static void ctx_describe(struct ctx_build *b)
 	info->created_ns = now.tv_sec * 1000000000ull + now.tv_nsec;
 
 	b->slot_cfg.flags = info->flags;
+	if (s->obj)
+		b->slot_cfg.flags |= (b->h.framing << XPS_SLOT_FRAMING_SHIFT) &
+				     XPS_SLOT_FRAMING_MASK;
 	b->slot_cfg.comp_offset = s->comp_offset;
 	b->slot_cfg.comp_len = s->comp_len;
 	b->slot_cfg.proto = info->pred.proto;
@@ -394,8 +397,9 @@ xps_context__create_pred(const char *obj_file, const struct xps_predicate *pred,
 
 	if (!obj_file || !pred || ctx_opts(opts, &s))
 		return libxps_err_ptr(-EINVAL);
-	if (!pred->lport) {
-		pr_warn("a predicate needs a local port\n");
+	/* a remote port alone: the sockets a server dials to its peers */
+	if (!pred->lport && (!pred->rport || pred->proto != IPPROTO_TCP)) {
+		pr_warn("a predicate needs a local port (or, TCP, a remote one)\n");
 		return libxps_err_ptr(-EINVAL);
 	}
 	return ctx_create(&s);

@@ -121,6 +121,7 @@ LIBXPS_HIDDEN extern const struct ctx_map_name ctx_maps[N_CTX_MAPS];
 struct loaded_handler {
 	int prog_fd;
 	int fds[N_CTX_MAPS];
+	__u32 framing;		/* its xps_framing knob (XPS_SLOT_FRAMING_MASK) */
 };
 
 /* object.c */

@@ -49,7 +49,7 @@ struct xps_context;
 struct xps_predicate {
 	__u8 proto;		/* IPPROTO_TCP or IPPROTO_UDP */
 	__u8 family;		/* AF_INET, AF_INET6 or AF_UNSPEC (any) */
-	__u16 lport;		/* host byte order, required */
+	__u16 lport;		/* host byte order; 0 only with a TCP rport */
 	__u16 rport;		/* host byte order, 0 = any */
 	bool has_laddr;
 	bool has_raddr;

@@ -19,6 +19,7 @@ void loaded_init(struct loaded_handler *h)
 	size_t i;
 
 	h->prog_fd = -1;
+	h->framing = 0;
 	for (i = 0; i < N_CTX_MAPS; i++)
 		h->fds[i] = -1;
 }
@@ -35,8 +36,12 @@ void loaded_close(struct loaded_handler *h)
 	loaded_init(h);
 }
 
-/* Set the handler's const volatile __u32 @name (in .rodata) to @value. */
-static int set_knob(struct bpf_object *obj, const char *name, __u32 value)
+/*
+ * The handler's const volatile __u32 @name (in .rodata): set it to *@value
+ * (@set), or read it into *@value.
+ */
+static int knob(struct bpf_object *obj, const char *name, __u32 *value,
+		bool set)
 {
 	const struct btf_var_secinfo *vs;
 	const struct btf_type *sec;
@@ -70,16 +75,26 @@ static int set_knob(struct bpf_object *obj, const char *name, __u32 value)
 		init = bpf_map__initial_value(rodata, &size);
 		if (!init || vs->offset + sizeof(__u32) > size)
 			return -EINVAL;
+		if (!set) {
+			memcpy(value, (const char *)init + vs->offset,
+			       sizeof(*value));
+			return 0;
+		}
 		data = malloc(size);
 		if (!data)
 			return -ENOMEM;
 		memcpy(data, init, size);
-		memcpy(data + vs->offset, &value, sizeof(value));
+		memcpy(data + vs->offset, value, sizeof(*value));
 		err = bpf_map__set_initial_value(rodata, data, size);
 		free(data);
 		return err;
 	}
 	return -ENOENT;
+}
+
+static int set_knob(struct bpf_object *obj, const char *name, __u32 value)
+{
+	return knob(obj, name, &value, true);
 }
 
 static bool map_compatible(int fd, struct bpf_map *m)
@@ -212,6 +227,9 @@ int handler_load(const char *path, __u32 backend, __u8 proto,
 	err = handler_prepare(obj, handler, path, backend, proto);
 	if (!err)
 		err = handler_keep_maps(obj, path, reuse, maps);
+	/* an object built before the knob existed frames nothing early */
+	if (!err && knob(obj, "xps_framing", &out->framing, false))
+		out->framing = 0;
 	if (err)
 		goto out;
 

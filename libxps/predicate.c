@@ -82,7 +82,8 @@ void pred_to_key(const struct xps_predicate *p, struct xps_pred_key *k)
 	memset(k, 0, sizeof(*k));
 	k->proto = p->proto;
 	k->lport = p->lport;
-	k->mask = XPS_PRED_LPORT;
+	if (p->lport)
+		k->mask = XPS_PRED_LPORT;
 	if (p->family) {
 		k->mask |= XPS_PRED_FAMILY;
 		k->family = p->family;

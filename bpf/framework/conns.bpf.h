@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Connection records, on both TCP backends: xps_sockops records every
- * accepted connection a predicate matches (struct xps_conn) and forgets
+ * accepted (or dialed) connection a predicate matches (struct xps_conn) and forgets
  * it when it closes; xps_listen_close marks a service's server gone when
  * its listening socket closes; and the release of the writes a service
  * has answered (docs/coherence.md).  Part of xps_framework.bpf.c.
@@ -99,6 +99,30 @@ int xps_listen_close(__u64 *ctx)
 
 /* ---- TCP, both backends: connection records -------------------------- */
 
+/*
+ * A slot whose handler frames the stream from its first byte
+ * (XPS_SLOT_FRAMING_MASK): egress starts framing the service's bytes now,
+ * and a NATS route gets its receive state.  0: the connection cannot be
+ * served (no room for that state), so it is not recorded.
+ */
+static __always_inline int conn_framing(__u32 slot, struct xps_conn *conn,
+					__u64 cookie)
+{
+	struct xps_nats_conn nc = {};
+	struct xps_slot *s;
+	__u32 f;
+
+	s = bpf_map_lookup_elem(&xps_slots, &slot);
+	if (!s)
+		return 1;
+	f = (s->flags & XPS_SLOT_FRAMING_MASK) >> XPS_SLOT_FRAMING_SHIFT;
+	if (f != XPS_REPLY_NATS)
+		return 1;
+	conn->rp.proto = f;
+	nc.rx.proto = f;
+	return !bpf_map_update_elem(&xps_nats_conns, &cookie, &nc, BPF_ANY);
+}
+
 SEC("sockops")
 int xps_sockops(struct bpf_sock_ops *skops)
 {
@@ -110,6 +134,8 @@ int xps_sockops(struct bpf_sock_ops *skops)
 
 	switch (skops->op) {
 	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
+	/* a predicate on the remote port serves sockets the service dialed */
+	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
 		break;
 	case BPF_SOCK_OPS_STATE_CB:
 		if (skops->args[1] == BPF_TCP_CLOSE) {
@@ -126,6 +152,8 @@ int xps_sockops(struct bpf_sock_ops *skops)
 				release_key_writes(c);
 			if (c && c->wt_reply)
 				bpf_map_delete_elem(&xps_kv_wt, &cookie);
+			if (c && c->rp.proto == XPS_REPLY_NATS)
+				bpf_map_delete_elem(&xps_nats_conns, &cookie);
 			bpf_map_delete_elem(&xps_conns, &cookie);
 			bpf_map_delete_elem(&xps_stash, &cookie);
 		}
@@ -148,6 +176,8 @@ int xps_sockops(struct bpf_sock_ops *skops)
 	/* the service's first byte: egress accounts for the stream from here */
 	conn.eg_seq = skops->snd_nxt;
 	conn.flags = XPS_CONN_EGRESS;
+	if (!conn_framing(slot, &conn, cookie))
+		return 1;
 	if (bpf_map_update_elem(&xps_conns, &cookie, &conn, BPF_ANY)) {
 		__sync_fetch_and_add(&cfg->unrecorded, 1);
 		return 1;

@@ -210,6 +210,24 @@ static __always_inline void wt_commit(struct __sk_buff *skb, __u64 cookie,
 }
 
 /*
+ * A NATS route (lib/nats.bpf.h): the server's messages are framed, none
+ * of them answers anything, and its answers to heartbeats are learned.
+ */
+static __noinline int egress_nats(struct __sk_buff *skb, struct xps_conn *conn,
+				  __u64 cookie, __u32 off, __u32 end)
+{
+	struct xps_nats_conn *nc;
+
+	if (xps_nats_walk(skb, &conn->rp, cookie, off, end,
+			  XPS_NATS_SEEN_EGRESS))
+		xps__lose_count(conn);
+	nc = bpf_map_lookup_elem(&xps_nats_conns, &cookie);
+	if (nc)
+		nc->tx_ns = bpf_ktime_get_ns();
+	return 1;
+}
+
+/*
  * Returns whether the segment carries bytes the service wrote and egress
  * had not seen (when the count is lost: whether it carries data at all).
  */
@@ -243,6 +261,8 @@ static __always_inline int egress_count(struct __sk_buff *skb,
 	conn->eg_seq = end;
 	if (w.off >= w.end)
 		return 0;	/* nothing but kernel replies */
+	if (conn->rp.proto == XPS_REPLY_NATS)
+		return egress_nats(skb, conn, cookie, w.off, w.end);
 	first = conn->answered + 1;	/* the first reply starting here */
 	idle = xps_reply_idle(&conn->rp);
 	k = w.off;

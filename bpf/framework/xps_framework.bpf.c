@@ -42,6 +42,9 @@
 #include "internal/run.bpf.h"
 #include "internal/packet.bpf.h"
 #include "proto/reply.bpf.h"
+/* the NATS walk reads the bytes a route sends (egress.bpf.h) */
+#define XPS_NATS_LOAD(skb, off, dst, n) bpf_skb_load_bytes((skb), (off), (dst), (n))
+#include "lib/nats.bpf.h"
 
 /* The roles, in the order they build on each other */
 #include "kernel.bpf.h"

@@ -2,10 +2,12 @@
 /*
  * Reply framing: where each reply a service writes ends, for Redis RESP2,
  * the memcached text protocol, HTTP/1.x responses, Redis Cluster bus
- * messages and line protocols (one line per reply).  The framework feeds every byte a connection sends, in stream
- * order, through xps_reply_byte() (or passes over xps_reply.skip bytes
- * unread and calls xps_reply_skipped()), and counts the replies that end
- * against the requests the handler passed (docs/ordering.md).
+ * messages, line protocols (one line per reply) and NATS routes
+ * (nats.bpf.h: messages, none of them answering the other side).  The
+ * framework feeds every byte a connection sends, in stream order,
+ * through xps_reply_byte() (or passes over xps_reply.skip bytes unread
+ * and calls xps_reply_skipped()), and counts the replies that end against
+ * the requests the handler passed (docs/ordering.md).
  *
  * The one property that matters: a reply is never reported complete before
  * its last byte.  Anything these parsers do not model exactly (a reply type
@@ -632,6 +634,8 @@ XPS_INLINE int xps__line_byte(struct xps_reply *r, __u8 c)
  * One byte of the stream, not inside r->skip.  @nobody: the reply being
  * read answers a request whose reply has no body (HTTP HEAD).
  */
+#include "nats.bpf.h"
+
 XPS_INLINE int xps_reply_byte(struct xps_reply *r, __u8 c, int nobody)
 {
 	switch (r->proto) {
@@ -645,6 +649,8 @@ XPS_INLINE int xps_reply_byte(struct xps_reply *r, __u8 c, int nobody)
 		return xps__cluster_byte(r, c);
 	case XPS_REPLY_LINE:
 		return xps__line_byte(r, c);
+	case XPS_REPLY_NATS:
+		return xps__nats_byte(r, c);
 	}
 	return XPS_RB_ERR;
 }
@@ -668,6 +674,7 @@ XPS_INLINE int xps_reply_skipped(struct xps_reply *r)
 			return xps__http_done(r);
 		return XPS_RB_MORE;	/* the next chunk size line */
 	case XPS_REPLY_CLUSTER:
+	case XPS_REPLY_NATS:
 		xps__rb_reset(r);
 		return XPS_RB_DONE;
 	}
@@ -689,6 +696,7 @@ XPS_INLINE int xps_reply_idle(const struct xps_reply *r)
 		return !(r->flags & XPS_HTTP_R_BUSY);
 	case XPS_REPLY_CLUSTER:
 	case XPS_REPLY_LINE:
+	case XPS_REPLY_NATS:
 		return !r->pos;
 	}
 	return 1;

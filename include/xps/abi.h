@@ -74,6 +74,16 @@ enum xps_slot_flags {
 	XPS_SLOT_SUB = 1 << 2,		/* sub-context of a comp context */
 };
 
+/*
+ * Bits 8-15 of xps_slot.flags: the framing (enum xps_reply_proto) egress
+ * applies to a connection of the slot from the service's first byte, for
+ * protocols whose servers speak unprompted (XPS_REPLY_NATS).  Set by
+ * libxps from the handler's xps_framing knob (bpf/api/xps.bpf.h); 0 for
+ * request/reply protocols, whose framing the first counted request sets.
+ */
+#define XPS_SLOT_FRAMING_SHIFT	8
+#define XPS_SLOT_FRAMING_MASK	(0xffu << XPS_SLOT_FRAMING_SHIFT)
+
 /* Per-slot configuration read by the framework on every run. */
 struct xps_slot {
 	__u32 flags;
@@ -168,6 +178,12 @@ enum xps_reply_proto {
 	XPS_REPLY_HTTP = 3,	/* HTTP/1.x responses */
 	XPS_REPLY_CLUSTER = 4,	/* Redis Cluster bus messages */
 	XPS_REPLY_LINE = 5,	/* one line ending in '\n' per reply */
+	/*
+	 * NATS route protocol (bpf/proto/nats.bpf.h): messages in both
+	 * directions, none of them a reply to a request of the other side;
+	 * framed from the first byte, never counted (docs/ordering.md).
+	 */
+	XPS_REPLY_NATS = 6,
 };
 
 /* Where the egress reply parser is in the service's byte stream. */

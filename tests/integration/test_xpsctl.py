@@ -265,6 +265,7 @@ KINDS = {
     "memcached": ["--port", "--udp", "--name", "--memcached", "--help"],
     "http": ["--port", "--block", "--name", "--help"],
     "redis-cluster": ["--port", "--bus-port", "--max-age", "--name", "--help"],
+    "nats": ["--port", "--addr", "--name", "--help"],
 }
 
 

@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 2)
 		return 0;
-	proto = 1 + data[0] % 5;	/* XPS_REPLY_RESP .. XPS_REPLY_LINE */
+	proto = 1 + data[0] % 6;	/* XPS_REPLY_RESP .. XPS_REPLY_NATS */
 	nobody = (data[0] >> 4) & 1;
 	cut = data[1] + 1;
 	data += 2;

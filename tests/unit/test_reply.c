@@ -178,5 +178,25 @@ int main(void)
 	/* lines */
 	check_parts("lines", XPS_REPLY_LINE, 0,
 		    PARTS("S:hello\n", "\n", "value of alpha\r\n"));
+
+	/* NATS routes: lines, and payloads their last argument sizes */
+	{
+		static const char m[] =
+			"INFO {\"server_id\":\"x\"}\r\n"
+			"RMSG $SYS $NRG.R.abc 5\r\nhe\r\nl\r\n"
+			"ping\r\n"
+			"RS+ $G foo.> q 1\r\n"
+			"HMSG $G s + r q1 q2 2 6\r\nAB\r\n\r\n\r\n"
+			"pub s 0\r\n\r\n";
+		struct rcase c = { "nats: lines and payloads", XPS_REPLY_NATS,
+				   m, sizeof(m) - 1, 0, 0 };
+		size_t ends[] = { 24, 55, 61, 79, 112, 123 };
+
+		check_case(&c, 6, ends);
+	}
+	check_err("nats: payload operation without a size", XPS_REPLY_NATS,
+		  "RMSG $G foo bar\r\n", 0);
+	check_err("nats: payload beyond the server's limit", XPS_REPLY_NATS,
+		  "MSG a 1 99999999999\r\n", 0);
 	return h_summary("reply framing");
 }

@@ -21,6 +21,7 @@
 #include <linux/xps.h>
 #include <xps/abi.h>
 #include <xps/kvcache.h>
+#include <xps/nats.h>
 
 /* ---- shared by the framework and the handler API -------------------- */
 
@@ -141,6 +142,52 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xps_kv_wt SEC(".maps");
+
+/*
+ * NATS routes (include/xps/nats.h): each route's receive framing, the
+ * heartbeats the server was given and its answers, the groups' stamps
+ * and the epoch; written by the NATS handler and by egress.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XPS_NATS_CONNS);
+	__type(key, __u64);
+	__type(value, struct xps_nats_conn);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_nats_conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, XPS_NATS_HBS);
+	__type(key, struct xps_nats_hb_key);
+	__type(value, struct xps_nats_hb);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_nats_hbs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, XPS_NATS_GROUPS);
+	__type(key, __u64);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_nats_groups SEC(".maps");
+
+/* [0]: the epoch; [1]: the source of fresh group stamps */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_nats_epoch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XPS_NATS_ST_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_nats_stats SEC(".maps");
 
 /* ---- the framework's programs only ---------------------------------- */
 #ifdef XPS__FRAMEWORK

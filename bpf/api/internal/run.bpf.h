@@ -47,6 +47,15 @@ const volatile __u32 xps_backend = XPS_BACKEND_NATIVE;
  */
 const volatile __u32 xps_reply_kfunc;
 
+/*
+ * The framing egress applies from a connection's first byte, for a
+ * protocol whose servers speak unprompted (XPS_REPLY_NATS); 0 for the
+ * others, whose framing the first counted request sets.  libxps reads it
+ * when it creates the context (XPS_SLOT_FRAMING_MASK).
+ */
+const volatile __u32 xps_framing =
+	XPS_REPLY_PROTO == XPS_REPLY_NATS ? XPS_REPLY_NATS : 0;
+
 static __always_inline struct xps_run *xps__run(void)
 {
 	__u32 zero = 0;

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * NATS JetStream Raft heartbeats answered on a follower's routes, for an
+ * unmodified nats-server 2.9 (docs/nats.md).
+ *
+ * Every byte a route brings the server is framed, message by message
+ * (lib/nats.bpf.h), and every other message of a Raft group drops what is
+ * known of the group.  A segment is answered only when it is one whole
+ * plain heartbeat (42 bytes, no entries, not the meta group's) equal,
+ * byte for byte, to the previous heartbeat of its group on this route,
+ * which the server itself answered (success, the same pterm and pindex,
+ * 25 bytes, no reply subject) within XPS_NATS_ANSWER_NS, at most
+ * XPS_NATS_FRESH_NS ago, on a route it wrote on within XPS_NATS_TX_NS,
+ * and the kernel did not answer that previous one: the server sees at
+ * least every other heartbeat.  The answer is the server's own, replayed.
+ * Everything else goes to the server untouched.
+ */
+#define XPS_REPLY_PROTO XPS_REPLY_NATS	/* docs/ordering.md */
+#include "xps.bpf.h"
+
+#define XPS_NATS_LOAD(skb, off, dst, n) xps_load((skb), (off), (dst), (n))
+#include "lib/nats.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+_Static_assert(XPS_NATS_REPLY_MAX <= XPS_STOCK_REPLY_MAX,
+	       "an answer must fit a stock-backend reply slot");
+
+/* The two buffers hold the same bytes, 8 at a time. */
+static __always_inline int same_hb(const __u8 *a, const __u8 *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+	__u32 i;
+
+	for (i = 0; i < XPS_NATS_HB_MAX / 8; i++)
+		if (x[i] != y[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * The answer copied into sc->out is the server's answer to this very
+ * heartbeat (sc->in): RMSG, the account, the heartbeat's reply subject as
+ * its subject, 25 bytes, success, the heartbeat's pterm and pindex.
+ * Checked on the copy, whatever became of the state it came from.
+ */
+static __always_inline int answer_fits(struct xps_nats_scratch *sc, __u32 len)
+{
+	struct xps_nats_line *h = &sc->in.l, *a = &sc->out.l;
+	__u32 i, n, p, q;
+
+	if (xps_nats_line(&sc->out, len) != 1 || a->op != XPS_NATS_OP_RMSG ||
+	    a->nargs != 3 || a->size != XPS_NATS_AR_LEN || a->msg_len != len)
+		return 0;
+	n = h->arg[2].len;
+	if (a->arg[1].len != n || a->arg[0].len != h->arg[0].len)
+		return 0;
+	for (i = 0; i < XPS_NATS_LINE_MAX; i++) {
+		if (i >= n)
+			break;
+		if (sc->out.b[(a->arg[1].off + i) & (XPS_NATS_LINE_MAX - 1)] !=
+		    sc->in.b[(h->arg[2].off + i) & (XPS_NATS_LINE_MAX - 1)])
+			return 0;
+	}
+	n = h->arg[0].len;
+	for (i = 0; i < XPS_NATS_LINE_MAX; i++) {
+		if (i >= n)
+			break;
+		if (sc->out.b[(a->arg[0].off + i) & (XPS_NATS_LINE_MAX - 1)] !=
+		    sc->in.b[(h->arg[0].off + i) & (XPS_NATS_LINE_MAX - 1)])
+			return 0;
+	}
+	p = a->len;
+	q = h->len + 24;	/* the heartbeat's pterm, then pindex */
+	if (sc->out.b[(p + 24) & (XPS_NATS_LINE_MAX - 1)] != 1)
+		return 0;
+	for (i = 0; i < 16; i++)
+		if (sc->out.b[(p + i) & (XPS_NATS_LINE_MAX - 1)] !=
+		    sc->in.b[(q + i) & (XPS_NATS_LINE_MAX - 1)])
+			return 0;
+	return 1;
+}
+
+/*
+ * The segment is one whole plain heartbeat at a message boundary and may
+ * be answered with the server's last answer to the same bytes: returns
+ * the answer's length in sc->out, 0 if not.
+ */
+static __always_inline __u32 answerable(struct __sk_buff *skb,
+					struct xps_nats_scratch *sc,
+					struct xps_nats_conn *nc, __u64 cookie,
+					__u32 len)
+{
+	struct xps_nats_hb_key key = { .cookie = cookie };
+	struct xps_nats_hb *e;
+	__u64 now, *g;
+	__u32 n;
+
+	if (len > XPS_NATS_HB_MAX || !xps_reply_idle(&nc->rx))
+		return 0;
+	__builtin_memset(sc->in.b, 0, sizeof(sc->in.b));
+	barrier_var(len);
+	if (len < 1 || len > XPS_NATS_HB_MAX)	/* only for the verifier */
+		return 0;
+	if (xps_load(skb, 0, sc->in.b, len) ||
+	    xps_nats_line(&sc->in, len) != 1 ||
+	    !xps_nats_is_heartbeat(&sc->in, len))
+		return 0;
+	key.inbox = xps_nats_key(&sc->in, 2, 0);
+	e = bpf_map_lookup_elem(&xps_nats_hbs, &key);
+	if (!e || e->state != XPS_NATS_HB_ANSWERED || e->outstanding ||
+	    e->hb_len != len || !same_hb(e->hb, sc->in.b))
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (now - e->answered_ns > XPS_NATS_FRESH_NS ||
+	    now - nc->tx_ns > XPS_NATS_TX_NS ||
+	    e->epoch != xps_nats_epoch_now())
+		return 0;
+	g = bpf_map_lookup_elem(&xps_nats_groups, &e->group);
+	if (!g || *g != e->gstamp)
+		return 0;
+	n = e->reply_len;
+	__builtin_memcpy(sc->out.b, e->reply, XPS_NATS_REPLY_MAX);
+	barrier();
+	if (e->state != XPS_NATS_HB_ANSWERED || n < 1 ||
+	    n > XPS_NATS_REPLY_MAX || !answer_fits(sc, n))
+		return 0;
+	return n;
+}
+
+SEC("xps")
+int xps_nats(struct __sk_buff *skb)
+{
+	struct xps_run *run = xps__run();
+	struct xps_nats_scratch *sc;
+	struct xps_nats_conn *nc;
+	struct xps_nats_hb_key key;
+	struct xps_nats_hb *e;
+	__u32 zero = 0, len, n;
+	__u64 cookie;
+
+	len = xps_len(skb);
+	sc = bpf_map_lookup_elem(&xps_nats_scratch, &zero);
+	if (!run || !sc || xps_proto(skb) != IPPROTO_TCP)
+		goto lost;
+	cookie = run->cookie;
+	nc = bpf_map_lookup_elem(&xps_nats_conns, &cookie);
+	if (!nc || (nc->flags & XPS_NATS_CONN_LOST))
+		goto lost;
+	/* none of the server's messages answers this route's messages */
+	xps_requests_none(skb);
+
+	n = answerable(skb, sc, nc, cookie, len);
+	barrier_var(n);
+	if (n >= 1 && n <= XPS_NATS_REPLY_MAX && xps_may_consume(skb) &&
+	    !xps_reply(skb, sc->out.b, n)) {
+		/*
+		 * Before the verdict: should the send fail and the heartbeat
+		 * reach the server after all, its answer finds the state not
+		 * waiting for one and leaves nothing to repeat.
+		 */
+		key.cookie = cookie;
+		key.inbox = xps_nats_key(&sc->in, 2, 0);
+		e = bpf_map_lookup_elem(&xps_nats_hbs, &key);
+		if (e)
+			e->state = XPS_NATS_HB_KERNEL;
+		xps_nats_count(XPS_NATS_ST_ANSWERED);
+		return xps_tx(skb);
+	}
+	if (xps_nats_walk(skb, &nc->rx, cookie, 0, len, 0)) {
+		nc->flags |= XPS_NATS_CONN_LOST;
+		xps_nats_epoch_bump();
+	}
+	return xps_pass(skb);
+lost:
+	xps_requests_lost(skb);
+	return xps_pass(skb);
+}
