@@ -10,7 +10,7 @@ set -euo pipefail
 build_pkgs=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 	    pkg-config linux-libc-dev)
 test_pkgs=(iproute2 procps psmisc netcat-openbsd python3 libclang-rt-14-dev redis-server
-	   redis-tools memcached libmemcached-tools nginx-light curl wrk
+	   redis-tools memcached libmemcached-tools nginx-light nats-server curl wrk
 	   socat jq python3-prometheus-client gdb)
 kernel_pkgs=(linux-source-6.12 bc bison flex libssl-dev dwarves xz-utils
 	     cpio kmod rsync patch perl qemu-system-x86)
@@ -41,8 +41,8 @@ fi
 
 echo "deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-# Debian starts redis, memcached and nginx on their default ports when they
-# are installed; XPS's tests and benchmarks start their own instances, so
+# Debian starts redis, memcached, nginx and nats-server on their default
+# ports when they are installed; XPS's tests and benchmarks start their own instances, so
 # keep the package scripts from starting (and later competing with) them.
 policy=/usr/sbin/policy-rc.d
 created_policy=0

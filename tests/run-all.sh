@@ -73,7 +73,7 @@ for s in "${suites[@]}"; do
 			bash -c "$(declare -f need_root); need_root integration && XPS_BACKEND=stock python3 tests/integration/test_ordering.py"
 		run "integration: Debian packages and the systemd unit, stock backend" \
 			bash -c "$(declare -f need_root); need_root integration && XPS_BACKEND=stock python3 tests/integration/test_packaging.py"
-		for svc in redis memcached http cluster; do
+		for svc in redis memcached http cluster nats; do
 			run "integration: $svc, stock backend" \
 				env XPS_BACKEND=stock tests/integration/service-suite.sh $svc
 		done ;;

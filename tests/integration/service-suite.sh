@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# A service suite (redis, memcached, http, cluster) against its Debian server, run
+# A service suite (redis, memcached, http, cluster, nats) against its Debian server, run
 # once its handler loads on this kernel.  Until then it says so loudly
 # (exit 77: NOT RUN) instead of failing quietly.
 #
-#   tests/integration/service-suite.sh redis|memcached|http|cluster
+#   tests/integration/service-suite.sh redis|memcached|http|cluster|nats
 set -u
 cd "$(dirname "$0")/../.."
 svc=$1
@@ -13,7 +13,8 @@ redis) dir=redis obj=redis ;;
 memcached) dir=memcached obj=memcached ;;
 http) dir=http-filter obj=http_filter ;;
 cluster) dir=redis-cluster obj=redis_cluster ;;
-*) echo "usage: $0 redis|memcached|http|cluster" >&2; exit 2 ;;
+nats) dir=nats obj=nats ;;
+*) echo "usage: $0 redis|memcached|http|cluster|nats" >&2; exit 2 ;;
 esac
 X=.output/xpsctl
 notrun() {

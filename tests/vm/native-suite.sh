@@ -29,7 +29,7 @@ step "integration: differential soak, native backend (short: the VM is emulated)
 SOAK_SECONDS=10 SOAK_CLIENTS=8 python3 tests/integration/test_soak.py || fail=1
 step "integration: reply ordering, native backend"
 python3 tests/integration/test_ordering.py || fail=1
-for svc in redis memcached http cluster; do
+for svc in redis memcached http cluster nats; do
 	step "integration: $svc, native backend"
 	tests/integration/service-suite.sh $svc || fail=1
 done

@@ -1,0 +1,573 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""JetStream Raft heartbeats answered from the kernel (xpsctl service nats)
+on one follower of a cluster of three unmodified Debian nats-servers, with
+an R3 stream and R3 durable consumers in memory: the kernel answers the
+follower's heartbeats, never two in a row, with bytes the server itself
+sent; the cluster elects no leader it would not elect without XPS; a
+stopped follower is seen by its leaders; JetStream publishes and 64 KB
+core messages on the same routes arrive whole.
+
+Each server runs in its own network namespace behind a bridge, as servers
+on separate hosts: the follower's routes, those it accepted and those it
+dialed, carry its own address.  Oracle for "what the follower sent": an
+AF_PACKET capture on its side of the bridge of every byte its routes
+carry, reassembled by sequence number and framed as the NATS route
+protocol."""
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+# the integration harness lives with the other suites
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tests", "integration"))
+from xpstest import SLOW, XPSCTL, XpsError, eq, test, wait_for, main
+
+CLIENT = 17650               # client port of each server (its own address)
+ROUTE = 17660                # the cluster's route port
+HTTP = 17670                 # monitoring port
+ACCEL = 1                    # the follower XPS serves (namespace xpsnats1)
+SVC = "xpsnats"
+BRIDGE = "xpsnbr"
+NET = "10.77.7."             # servers .1-.3, this host .254
+LEADER_RE = ("new stream leader", "new consumer leader", "new metadata leader",
+             "Self is new JetStream cluster metadata leader")
+
+
+def addr(i):
+    return NET + str(i + 1)
+
+
+def ns(i):
+    return "xpsnats%d" % i
+
+
+def sh(*cmd):
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    if p.returncode:
+        raise AssertionError("%s: %s" % (" ".join(map(str, cmd)), p.stderr.strip()))
+    return p.stdout
+
+
+def topo_down():
+    for i in range(3):
+        subprocess.run(["ip", "netns", "del", ns(i)], capture_output=True)
+    subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True)
+
+
+def topo_up():
+    """A bridge on this host, a namespace per server on a veth to it."""
+    topo_down()
+    sh("ip", "link", "add", BRIDGE, "type", "bridge")
+    sh("ip", "addr", "add", NET + "254/24", "dev", BRIDGE)
+    sh("ip", "link", "set", BRIDGE, "up")
+    for i in range(3):
+        sh("ip", "netns", "add", ns(i))
+        sh("ip", "link", "add", "xpsn%d" % i, "type", "veth", "peer", "name", "eth0",
+           "netns", ns(i))
+        sh("ip", "link", "set", "xpsn%d" % i, "master", BRIDGE, "up")
+        sh("ip", "-n", ns(i), "addr", "add", addr(i) + "/24", "dev", "eth0")
+        sh("ip", "-n", ns(i), "link", "set", "eth0", "up")
+        sh("ip", "-n", ns(i), "link", "set", "lo", "up")
+
+
+def xpsctl_in(i, *args, check=True):
+    """xpsctl -j ARGS in server @i's network namespace (the framework's TC
+    programs attach to the devices of the namespace it runs in); nsenter,
+    not ip netns exec, which would hide the pins of /sys/fs/bpf."""
+    p = subprocess.run(["nsenter", "--net=/run/netns/" + ns(i), XPSCTL, "-j"] +
+                       [str(a) for a in args], capture_output=True, text=True,
+                       timeout=60 * SLOW)
+    if p.returncode and check:
+        raise XpsError("xpsctl %s: %s %s" % (" ".join(map(str, args)), p.stdout,
+                                             p.stderr))
+    return json.loads(p.stdout) if p.stdout.strip() else None
+
+
+class Client:
+    """The NATS client protocol, enough for the JetStream API."""
+
+    def __init__(self, i):
+        self.s = socket.create_connection((addr(i), CLIENT), timeout=10 * SLOW)
+        self.buf = b""
+        self.sid = 0
+        self._line()        # INFO
+        self.s.sendall(b'CONNECT {"verbose":false,"pedantic":false,"headers":true}\r\nPING\r\n')
+        while self._line() != b"PONG":
+            pass
+
+    def _fill(self):
+        d = self.s.recv(1 << 20)
+        if not d:
+            raise AssertionError("the server closed the client connection")
+        self.buf += d
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def msg(self):
+        """The next MSG/HMSG: (subject, payload)."""
+        while True:
+            line = self._line()
+            if line == b"PING":
+                self.s.sendall(b"PONG\r\n")
+                continue
+            if line.startswith(b"-ERR"):
+                raise AssertionError(line)
+            if not (line.startswith(b"MSG ") or line.startswith(b"HMSG ")):
+                continue
+            args = line.split()
+            n = int(args[-1])
+            while len(self.buf) < n + 2:
+                self._fill()
+            data, self.buf = self.buf[:n], self.buf[n + 2:]
+            if line.startswith(b"HMSG "):
+                data = data[int(args[-2]):]
+            return args[1].decode(), data
+
+    def sub(self, subject):
+        self.sid += 1
+        self.s.sendall(b"SUB %s %d\r\n" % (subject.encode(), self.sid))
+        return self.sid
+
+    def pub(self, subject, data, reply=None):
+        r = b" " + reply.encode() if reply else b""
+        self.s.sendall(b"PUB %s%s %d\r\n%s\r\n" % (subject.encode(), r, len(data), data))
+
+    def req(self, subject, body):
+        inbox = "_INBOX.t%d" % (self.sid + 1)
+        sid = self.sub(inbox)
+        self.pub(subject, json.dumps(body).encode() if body is not None else b"", inbox)
+        _, data = self.msg()
+        self.s.sendall(b"UNSUB %d\r\n" % sid)
+        return json.loads(data)
+
+    def flush(self):
+        self.s.sendall(b"PING\r\n")
+        while self._line() != b"PONG":
+            pass
+
+    def close(self):
+        self.s.close()
+
+
+class Server:
+    def __init__(self, i, root):
+        self.i = i
+        self.dir = os.path.join(root, "n%d" % i)
+        os.makedirs(self.dir)
+        self.log = os.path.join(self.dir, "log")
+        routes = ", ".join("nats-route://%s:%d" % (addr(k), ROUTE) for k in range(3))
+        conf = os.path.join(self.dir, "conf")
+        with open(conf, "w") as f:
+            f.write("server_name: n%d\nlisten: %s:%d\nhttp: %s:%d\n"
+                    "jetstream { store_dir: %s, max_memory_store: 512MB, "
+                    "max_file_store: 64MB }\n"
+                    "cluster { name: xps, listen: %s:%d, routes: [%s] }\n"
+                    % (i, addr(i), CLIENT, addr(i), HTTP, self.dir,
+                       addr(i), ROUTE, routes))
+        self.proc = subprocess.Popen(["ip", "netns", "exec", ns(i),
+                                      "nats-server", "-c", conf, "-l", self.log],
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+
+    def http(self, path):
+        s = socket.create_connection((addr(self.i), HTTP), timeout=10 * SLOW)
+        s.sendall(b"GET %s HTTP/1.0\r\n\r\n" % path.encode())
+        buf = b""
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            buf += d
+        s.close()
+        return json.loads(buf.split(b"\r\n\r\n", 1)[1])
+
+    def log_lines(self, *needles):
+        try:
+            with open(self.log, errors="replace") as f:
+                return [l for l in f if any(n in l for n in needles)]
+        except FileNotFoundError:
+            return []
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+class RouteCapture:
+    """Every byte sent by and to the follower on its routes, by flow."""
+
+    def __init__(self):
+        self.segs = {}      # (src, sport, dst, dport) -> {seq: bytes}
+        self.isn = {}
+        self.lock = threading.Lock()
+        self.stop = False
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                                  socket.htons(0x0003))
+        self.sock.bind(("xpsn%d" % ACCEL, 0))
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 << 20)
+        self.sock.settimeout(0.2)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        me = socket.inet_aton(addr(ACCEL))
+        while not self.stop:
+            try:
+                pkt, a = self.sock.recvfrom(262144)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            # the follower's side of the bridge: each frame once
+            if pkt[12:14] != b"\x08\x00" or pkt[23] != 6:
+                continue
+            ihl = (pkt[14] & 15) * 4
+            src, dst = pkt[26:30], pkt[30:34]
+            tcp = 14 + ihl
+            sport, dport, seq = struct.unpack_from(">HHI", pkt, tcp)
+            if me not in (src, dst) or ROUTE not in (sport, dport):
+                continue
+            flags = pkt[tcp + 13]
+            tot = struct.unpack_from(">H", pkt, 16)[0]
+            data = pkt[tcp + (pkt[tcp + 12] >> 4) * 4:14 + tot]
+            flow = (src, sport, dst, dport)
+            with self.lock:
+                if flags & 2:       # SYN: the stream starts after it
+                    self.isn[flow] = (seq + 1) & 0xffffffff
+                if data:
+                    self.segs.setdefault(flow, {})[seq] = data
+
+    def streams(self, outgoing):
+        """Each flow's bytes from its first, in order: {flow: bytes}."""
+        me = socket.inet_aton(addr(ACCEL))
+        out = {}
+        with self.lock:
+            for flow, segs in self.segs.items():
+                if (flow[0] == me) != outgoing or flow not in self.isn:
+                    continue
+                at, buf = self.isn[flow], bytearray()
+                for seq in sorted(segs, key=lambda s: (s - self.isn[flow]) & 0xffffffff):
+                    d = segs[seq]
+                    rel = (seq - at) & 0xffffffff
+                    if rel > 1 << 31:           # a retransmission, partly
+                        skip = (at - seq) & 0xffffffff
+                        if skip >= len(d):
+                            continue
+                        d, rel = d[skip:], 0
+                    if rel:
+                        raise AssertionError("capture lost %d bytes of %r" % (rel, flow))
+                    buf += d
+                    at = (at + len(d)) & 0xffffffff
+                out[flow] = bytes(buf)
+        return out
+
+    def close(self):
+        self.stop = True
+        self.thread.join(2)
+        self.sock.close()
+
+
+def frame(stream):
+    """The route protocol's messages: [(line, payload)]; an error if the
+    stream is not whole messages (one spliced inside another)."""
+    msgs, at = [], 0
+    while at < len(stream):
+        e = stream.find(b"\n", at)
+        if e < 0:
+            break               # the last line, still being sent
+        line = stream[at:e + 1]
+        args = line.split()
+        op = args[0].upper() if args else b""
+        if op in (b"RMSG", b"HMSG", b"LMSG", b"MSG", b"PUB", b"HPUB"):
+            n = int(args[-1])
+            if e + 1 + n + 2 > len(stream):
+                break
+            payload = stream[e + 1:e + 1 + n]
+            if stream[e + 1 + n:e + 3 + n] != b"\r\n":
+                raise AssertionError("a payload not followed by CRLF: %r" % line)
+            msgs.append((line, payload))
+            at = e + 3 + n
+        else:
+            msgs.append((line, None))
+            at = e + 1
+    return msgs
+
+
+def nats_stats():
+    p = subprocess.run(["bpftool", "-j", "map", "dump", "pinned",
+                        "/sys/fs/bpf/xps/xps_nats_stats"],
+                       capture_output=True, text=True, check=True)
+    out = {}
+    for e in json.loads(p.stdout):
+        k = e["key"] if isinstance(e["key"], int) else int.from_bytes(bytes(int(b, 16) for b in e["key"]), "little")
+        out[k] = sum(v["value"] if isinstance(v["value"], int) else
+                     int.from_bytes(bytes(int(b, 16) for b in v["value"]), "little")
+                     for v in e["values"])
+    return {"answered": out[0], "passed": out[1], "learned": out[2],
+            "bumps": out[3], "epochs": out[4]}
+
+
+class Cluster:
+    """Three servers, XPS on server ACCEL from before they start (routes
+    made earlier are not served), a stream and @consumers consumers."""
+
+    def __init__(self, consumers, xps=True):
+        self.root = tempfile.mkdtemp(prefix="xps-nats-")
+        self.servers = []
+        self.cap = None
+        try:
+            topo_up()
+            self.cap = RouteCapture()
+            if xps:
+                xpsctl_in(ACCEL, "service", "nats", "--port", ROUTE, "--addr",
+                          addr(ACCEL), "--name", SVC)
+            self.servers = [Server(i, self.root) for i in range(3)]
+            for s in self.servers:
+                wait_for(lambda: self._routes(s) == 2, timeout=20,
+                         what="the routes of n%d" % s.i)
+            self.c = Client(0)
+            wait_for(self._meta_ready, timeout=30, what="a JetStream meta leader")
+            r = self.c.req("$JS.API.STREAM.CREATE.S1",
+                           {"name": "S1", "subjects": ["s1.>"], "storage": "memory",
+                            "num_replicas": 3})
+            if "error" in r:
+                raise AssertionError(r)
+            self.consumers = ["d%d" % k for k in range(consumers)]
+            for d in self.consumers:
+                r = self.c.req("$JS.API.CONSUMER.DURABLE.CREATE.S1." + d,
+                               {"stream_name": "S1",
+                                "config": {"durable_name": d, "ack_policy": "explicit",
+                                           "num_replicas": 3}})
+                if "error" in r:
+                    raise AssertionError(r)
+        except BaseException:
+            self.close()
+            raise
+
+    def _routes(self, s):
+        try:
+            return s.http("/routez")["num_routes"]
+        except (OSError, ValueError, KeyError):
+            return -1
+
+    def _meta_ready(self):
+        try:
+            return self.c.req("$JS.API.INFO", None).get("type") is not None
+        except (OSError, ValueError):
+            return False
+
+    def leader_events(self):
+        return sum(len(s.log_lines(*LEADER_RE)) for s in self.servers)
+
+    def route_trouble(self):
+        return [l for s in self.servers
+                for l in s.log_lines("Router connection closed", "Error", "Slow Consumer",
+                                     "Reconnect", "[ERR]")
+                # the first attempts, while the other servers start, and
+                # the second route of a pair both servers dialed at once
+                if "Error trying to connect to route" not in l and
+                "Duplicate Route" not in l]
+
+    def consumer_info(self, d):
+        return self.c.req("$JS.API.CONSUMER.INFO.S1." + d, None)
+
+    def replica(self, d, i):
+        """What consumer @d's leader knows of server @i, None if it says
+        nothing (an API error while a group changes)."""
+        info = self.consumer_info(d)
+        for r in info.get("cluster", {}).get("replicas", []):
+            if r.get("name") == "n%d" % i:
+                return r
+        return None
+
+    def close(self):
+        for s in self.servers:
+            s.stop()
+        if self.cap:
+            self.cap.close()
+        xpsctl_in(ACCEL, "service", "stop", SVC, check=False)
+        topo_down()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def settle(cl, seconds=8):
+    """Wait for the groups' leaders to settle: @seconds without a new one."""
+    n = cl.leader_events()
+    t = time.time()
+    while time.time() - t < seconds * SLOW:
+        time.sleep(1)
+        m = cl.leader_events()
+        if m != n:
+            n, t = m, time.time()
+
+
+def replies_of(streams):
+    """The follower's answers to heartbeats, by flow and reply subject."""
+    by = {}
+    for flow, stream in streams.items():
+        for line, payload in frame(stream):
+            args = line.split()
+            if args and args[0] == b"RMSG" and args[2].startswith(b"$NRG.R.") and \
+                    payload is not None:
+                by.setdefault((flow, args[2]), []).append(line + payload)
+    return by
+
+
+@test
+def test_heartbeats_answered_by_the_kernel():
+    cl = Cluster(20)
+    try:
+        settle(cl)
+        ev0, st0 = cl.leader_events(), nats_stats()
+        time.sleep(12 * SLOW)
+        st1 = nats_stats()
+        answered = st1["answered"] - st0["answered"]
+        passed = st1["passed"] - st0["passed"]
+        # the follower follows about two thirds of 21 groups (not the meta
+        # group), one heartbeat each a second, every other one answered
+        if answered < 20:
+            raise AssertionError("the kernel answered %d heartbeats in 12 s (%r)"
+                                 % (answered, st1))
+        # never two in a row: each answer follows a heartbeat passed
+        if answered > passed + 30:
+            raise AssertionError("answered %d, passed %d" % (answered, passed))
+        eq(cl.leader_events() - ev0, 0, "leader elections in 12 s of steady state")
+        for s in cl.servers:
+            eq(s.http("/healthz").get("status"), "ok", "/healthz of n%d" % s.i)
+        eq(cl.route_trouble(), [], "route errors")
+        # every answer to an append on the wire (25 bytes; votes are
+        # answered in 17): whole, the follower's own id, and the kernel's
+        # repeat an earlier answer of the same flow
+        by = replies_of(cl.cap.streams(outgoing=True))
+        ids, repeats = set(), 0
+        for key, msgs in by.items():
+            msgs = [m for m in msgs if len(m) - m.index(b"\n") - 1 == 25]
+            for k, m in enumerate(msgs):
+                ids.add(m[m.index(b"\n") + 1:][16:24])
+                repeats += m in msgs[:k]
+        eq(len(ids), 1, "peer ids in the follower's answers")
+        total = nats_stats()["answered"]
+        if repeats < total:
+            raise AssertionError("%d kernel answers but only %d answers repeat an "
+                                 "earlier one on their route" % (total, repeats))
+        # the incoming side frames whole too (nothing spliced by the leaders)
+        for flow, stream in cl.cap.streams(outgoing=False).items():
+            frame(stream)
+    finally:
+        cl.close()
+
+
+@test
+def test_writes_and_large_messages_on_the_routes():
+    """JetStream publishes (Raft entries) and 64 KB core messages cross the
+    follower's routes while heartbeats are answered: every message arrives
+    whole, every replica stores every entry, no route breaks."""
+    cl = Cluster(10)
+    subs = []
+    try:
+        settle(cl)
+        st0 = nats_stats()
+        # core messages published on n0 and n2 to a subscriber on the follower
+        sub = Client(ACCEL)
+        sub.sub("big.>")
+        sub.flush()
+        pubs = [Client(0), Client(2)]
+        subs = [sub] + pubs
+        big = bytes(range(256)) * 256
+        got = []
+
+        def reader():
+            while len(got) < 200:
+                got.append(sub.msg())
+        t = threading.Thread(target=reader, daemon=True)
+        t.start()
+        for k in range(200):
+            pubs[k % 2].pub("big.%d" % k, big[k:] + big[:k])
+            if k % 10 == 0:
+                r = cl.c.req("s1.k%d" % k, {"k": k})
+                if "error" in r:
+                    raise AssertionError(r)
+        for p in pubs:
+            p.flush()
+        t.join(30 * SLOW)
+        eq(len(got), 200, "core messages received")
+        for subj, data in got:
+            k = int(subj.split(".")[1])
+            if data != big[k:] + big[:k]:
+                raise AssertionError("core message %d corrupted" % k)
+        time.sleep(3 * SLOW)
+        for s in cl.servers:
+            st = s.http("/jsz?streams=true")
+            msgs = sum(sd.get("state", {}).get("messages", 0)
+                       for a in st.get("account_details", []) for sd in a.get("stream_detail", []))
+            eq(msgs, 20, "stream messages stored on n%d" % s.i)
+        eq(cl.route_trouble(), [], "route errors")
+        st1 = nats_stats()
+        if st1["answered"] - st0["answered"] < 1:
+            raise AssertionError("no heartbeat answered under the load: %r" % st1)
+        for flow, stream in cl.cap.streams(outgoing=True).items():
+            frame(stream)
+    finally:
+        for c in subs:
+            c.close()
+        cl.close()
+
+
+@test
+def test_stopped_follower_seen_by_its_leaders():
+    """SIGSTOP of the follower: the kernel stops answering for it within
+    about one heartbeat, so every leader sees it silent."""
+    cl = Cluster(10)
+    try:
+        settle(cl)
+        time.sleep(3)
+        led = [d for d in cl.consumers
+               if cl.consumer_info(d)["cluster"].get("leader") != "n%d" % ACCEL]
+        if not led:
+            raise AssertionError("the follower leads every consumer")
+        st0 = nats_stats()
+        victim = cl.servers[ACCEL]
+        victim.proc.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(5)
+            st1 = nats_stats()
+            rep = cl.replica(led[0], ACCEL)
+        finally:
+            victim.proc.send_signal(signal.SIGCONT)
+        if rep is None:
+            raise AssertionError("consumer %s: no replica info" % led[0])
+        # "active": ns since the leader last heard from the follower
+        # ("current" says whether its log is caught up, not whether it lives)
+        if rep["active"] < 2.5e9:
+            raise AssertionError("the leader heard from the stopped follower: %r" % rep)
+        # at most one answer per group after the stop
+        if st1["answered"] - st0["answered"] > len(cl.consumers) + 1:
+            raise AssertionError("kernel answers while stopped: %d"
+                                 % (st1["answered"] - st0["answered"]))
+        wait_for(lambda: (cl.replica(led[0], ACCEL) or {}).get("active", 1e18) < 2e9,
+                 timeout=15, what="the leader hearing from the follower again")
+    finally:
+        cl.close()
+
+
+if __name__ == "__main__":
+    main()
