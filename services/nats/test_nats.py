@@ -8,11 +8,12 @@ sent; the cluster elects no leader it would not elect without XPS; a
 stopped follower is seen by its leaders; JetStream publishes and 64 KB
 core messages on the same routes arrive whole.
 
-Each server runs in its own network namespace behind a bridge, as servers
-on separate hosts: the follower's routes, those it accepted and those it
-dialed, carry its own address.  Oracle for "what the follower sent": an
-AF_PACKET capture on its side of the bridge of every byte its routes
-carry, reassembled by sequence number and framed as the NATS route
+Each server runs in its own network namespace, on a veth pair to this
+host, which routes between them, as servers on separate hosts: the
+follower's routes, those it accepted and those it dialed, carry its own
+address.  (Routed, not bridged: the patched kernel's configuration has
+no bridge.)  Oracle for "what the follower sent": an AF_PACKET capture on
+this host's end of the follower's veth of every byte its routes carry, reassembled by sequence number and framed as the NATS route
 protocol."""
 import json
 import os
@@ -36,14 +37,13 @@ ROUTE = 17660                # the cluster's route port
 HTTP = 17670                 # monitoring port
 ACCEL = 1                    # the follower XPS serves (namespace xpsnats1)
 SVC = "xpsnats"
-BRIDGE = "xpsnbr"
-NET = "10.77.7."             # servers .1-.3, this host .254
 LEADER_RE = ("new stream leader", "new consumer leader", "new metadata leader",
              "Self is new JetStream cluster metadata leader")
 
 
 def addr(i):
-    return NET + str(i + 1)
+    """Server @i's address; this host's end of its veth is .254."""
+    return "10.77.%d.1" % i
 
 
 def ns(i):
@@ -57,26 +57,39 @@ def sh(*cmd):
     return p.stdout
 
 
+FORWARD = "/proc/sys/net/ipv4/ip_forward"
+_forward_was = None
+
+
 def topo_down():
+    global _forward_was
     for i in range(3):
         subprocess.run(["ip", "netns", "del", ns(i)], capture_output=True)
-    subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True)
+        subprocess.run(["ip", "link", "del", "xpsn%d" % i], capture_output=True)
+    if _forward_was is not None:
+        with open(FORWARD, "w") as f:
+            f.write(_forward_was)
+        _forward_was = None
 
 
 def topo_up():
-    """A bridge on this host, a namespace per server on a veth to it."""
+    """A namespace per server on a veth pair to this host, which routes."""
+    global _forward_was
     topo_down()
-    sh("ip", "link", "add", BRIDGE, "type", "bridge")
-    sh("ip", "addr", "add", NET + "254/24", "dev", BRIDGE)
-    sh("ip", "link", "set", BRIDGE, "up")
+    with open(FORWARD) as f:
+        _forward_was = f.read()
+    with open(FORWARD, "w") as f:
+        f.write("1\n")
     for i in range(3):
         sh("ip", "netns", "add", ns(i))
         sh("ip", "link", "add", "xpsn%d" % i, "type", "veth", "peer", "name", "eth0",
            "netns", ns(i))
-        sh("ip", "link", "set", "xpsn%d" % i, "master", BRIDGE, "up")
+        sh("ip", "addr", "add", "10.77.%d.254/24" % i, "dev", "xpsn%d" % i)
+        sh("ip", "link", "set", "xpsn%d" % i, "up")
         sh("ip", "-n", ns(i), "addr", "add", addr(i) + "/24", "dev", "eth0")
         sh("ip", "-n", ns(i), "link", "set", "eth0", "up")
         sh("ip", "-n", ns(i), "link", "set", "lo", "up")
+        sh("ip", "-n", ns(i), "route", "add", "default", "via", "10.77.%d.254" % i)
 
 
 def xpsctl_in(i, *args, check=True):
@@ -237,7 +250,7 @@ class RouteCapture:
                 continue
             except OSError:
                 return
-            # the follower's side of the bridge: each frame once
+            # this host's end of the follower's veth: each frame once
             if pkt[12:14] != b"\x08\x00" or pkt[23] != 6:
                 continue
             ihl = (pkt[14] & 15) * 4
@@ -378,14 +391,18 @@ class Cluster:
     def leader_events(self):
         return sum(len(s.log_lines(*LEADER_RE)) for s in self.servers)
 
+    trouble_before = None
+
     def route_trouble(self):
-        return [l for s in self.servers
+        """Route errors logged since settle() (all of them before)."""
+        got = [l for s in self.servers
                 for l in s.log_lines("Router connection closed", "Error", "Slow Consumer",
                                      "Reconnect", "[ERR]")
                 # the first attempts, while the other servers start, and
                 # the second route of a pair both servers dialed at once
                 if "Error trying to connect to route" not in l and
                 "Duplicate Route" not in l]
+        return [l for l in got if l not in (self.trouble_before or [])]
 
     def consumer_info(self, d):
         return self.c.req("$JS.API.CONSUMER.INFO.S1." + d, None)
@@ -410,7 +427,8 @@ class Cluster:
 
 
 def settle(cl, seconds=8):
-    """Wait for the groups' leaders to settle: @seconds without a new one."""
+    """Wait for the groups' leaders to settle: @seconds without a new one.
+    What the logs say of the routes from then on is route_trouble()'s."""
     n = cl.leader_events()
     t = time.time()
     while time.time() - t < seconds * SLOW:
@@ -418,6 +436,9 @@ def settle(cl, seconds=8):
         m = cl.leader_events()
         if m != n:
             n, t = m, time.time()
+    cl.trouble_before = cl.route_trouble()
+    for l in cl.trouble_before:
+        print("    while the cluster formed: " + l.strip())
 
 
 def replies_of(streams):
@@ -563,8 +584,12 @@ def test_stopped_follower_seen_by_its_leaders():
         if st1["answered"] - st0["answered"] > len(cl.consumers) + 1:
             raise AssertionError("kernel answers while stopped: %d"
                                  % (st1["answered"] - st0["answered"]))
-        wait_for(lambda: (cl.replica(led[0], ACCEL) or {}).get("active", 1e18) < 2e9,
-                 timeout=15, what="the leader hearing from the follower again")
+        try:
+            wait_for(lambda: (cl.replica(led[0], ACCEL) or {}).get("active", 1e18) < 2e9,
+                     timeout=15, what="the leader hearing from the follower again")
+        except AssertionError:
+            print("    consumer %s: %r" % (led[0], cl.consumer_info(led[0])))
+            raise
     finally:
         cl.close()
 
