@@ -595,9 +595,83 @@ def exp_memcached(quick):
             srv.wait(10)
 
 
+def exp_nats(quick):
+    """NATS JetStream, idle: three nats-servers in their own namespaces
+    (services/nats/test_nats.py's cluster), an R3 stream and R3 durable
+    consumers; the follower XPS serves and its receive processing on the
+    server CPU, the two others on the client CPU.  Per second of steady
+    state: busy time of the follower's CPU, the follower's context
+    switches, heartbeats answered by the kernel; baseline first."""
+    sys.path.insert(0, os.path.join(ROOT, "services", "nats"))
+    import test_nats as tn
+    consumers, secs = (200, 10) if quick else (1000, 30)
+    exp = "nats_idle_c%d" % consumers
+    if not shutil.which("nats-server"):
+        NOT_RUN.append((exp, "no nats-server (scripts/deps.sh test installs it)"))
+        return
+    for variant in ("baseline", "xps"):
+        cl = None
+        try:
+            t0 = time.time()
+            cl = tn.Cluster(consumers, xps=variant == "xps")
+            for s in cl.servers:
+                sh(["taskset", "-a", "-p", "%x" % (1 << (SRV_CPU if s.i == tn.ACCEL
+                                                         else CLI_CPU)), str(s.proc.pid)])
+            sh(["ip", "netns", "exec", tn.ns(tn.ACCEL), "sh", "-c",
+                "for q in /sys/class/net/eth0/queues/rx-*; do echo %x > $q/rps_cpus; done"
+                % (1 << SRV_CPU)], check=False)
+            tn.settle(cl, 5)
+            say("  %-34s %-8s cluster up, %d consumers, in %.0f s"
+                % (exp, variant, consumers, time.time() - t0))
+            pid = cl.servers[tn.ACCEL].proc.pid
+            st0 = tn.nats_stats() if variant == "xps" else None
+            ev0 = cl.leader_events()
+            c0, b0, w0 = nats_csw(pid), cpu_busy(SRV_CPU), time.time()
+            time.sleep(secs)
+            c1, b1, w1 = nats_csw(pid), cpu_busy(SRV_CPU), time.time()
+            res = {"follower_cpu_ms_per_s": (b1 - b0) * 1000.0 / HZ / (w1 - w0),
+                   "follower_csw_per_s": (c1 - c0) / (w1 - w0),
+                   "leader_elections": cl.leader_events() - ev0}
+            if st0:
+                st1 = tn.nats_stats()
+                res["heartbeats_answered_per_s"] = \
+                    (st1["answered"] - st0["answered"]) / (w1 - w0)
+                res["heartbeats_passed_per_s"] = (st1["passed"] - st0["passed"]) / (w1 - w0)
+            say("  %-34s %-8s follower CPU %.1f ms/s, %.0f context switches/s, %d elections%s"
+                % (exp, variant, res["follower_cpu_ms_per_s"], res["follower_csw_per_s"],
+                   res["leader_elections"],
+                   ", kernel answered %.0f heartbeats/s, passed %.0f/s"
+                   % (res["heartbeats_answered_per_s"], res["heartbeats_passed_per_s"])
+                   if st0 else ""))
+            record(exp, BACKEND, variant, res)
+        except (AssertionError, OSError, RuntimeError) as e:
+            NOT_RUN.append((exp + " " + variant, str(e)))
+            say("  %s %s FAILED: %s" % (exp, variant, e))
+        finally:
+            if cl:
+                cl.close()
+
+
+def nats_csw(pid):
+    """Context switches of every thread of @pid so far."""
+    n = 0
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, t)) as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches",
+                                        "nonvoluntary_ctxt_switches")):
+                        n += int(line.split()[1])
+        except FileNotFoundError:
+            pass        # a thread that ended
+    return n
+
+
 def not_implemented():
     # Listed in every table so that a reader sees the gap.
     NOT_RUN.append(("redis 10,000 connections", "not attempted on this 2-core machine"))
+    NOT_RUN.append(("nats_idle native backend", "the instruction-count model runs one "
+                    "server in its guest; the NATS row needs three: not built"))
 
 
 ICOUNT_NS, ICOUNT_TAP = "xpsi", "xpsvm0"
@@ -674,7 +748,9 @@ def summarize(outdir):
     summary = []
     for (exp, be, metric), v in sorted(by.items()):
         if "baseline" in v and "xps" in v and metric in ("throughput", "p50_ms", "p99_ms",
-                                                        "cpu_us_per_req", "instructions_per_req"):
+                                                        "cpu_us_per_req", "instructions_per_req",
+                                                        "follower_cpu_ms_per_s",
+                                                        "follower_csw_per_s"):
             ratio = v["xps"] / v["baseline"] if v["baseline"] else None
             goal = None
             for (pre, m), g in GOALS.items():
@@ -798,6 +874,7 @@ GROUPS = {
     "nginx": ("Nginx blocked POST", exp_nginx),
     "memcached": ("Memcached GET", exp_memcached),
     "control": ("control plane", exp_control_plane),
+    "nats": ("NATS JetStream Raft heartbeats, idle cluster", exp_nats),
 }
 
 

@@ -176,7 +176,7 @@ static __always_inline void xps_nats_passed(const struct xps_nats_buf *nb,
 	struct xps_nats_hb_key key = { .cookie = cookie };
 	struct xps_nats_scratch *sc;
 	struct xps_nats_hb *e;
-	__u32 zero = 0, len = nb->l.msg_len;
+	__u32 zero = 0, len = nb->l.msg_len, i;
 	__u64 group, gstamp, epoch;
 
 	key.inbox = xps_nats_key(nb, 2, 0);
@@ -201,13 +201,18 @@ static __always_inline void xps_nats_passed(const struct xps_nats_buf *nb,
 	if (e->outstanding && now - e->seen_ns > XPS_NATS_FRESH_NS)
 		e->outstanding = 0;
 	e->state = XPS_NATS_HB_PASSED;
-	e->outstanding++;
+	/* atomic: egress takes the server's answers off it meanwhile */
+	__sync_fetch_and_add(&e->outstanding, 1);
 	e->seen_ns = now;
 	e->group = group;
 	e->gstamp = gstamp;
 	e->epoch = epoch;
 	_Static_assert(XPS_NATS_HB_MAX <= XPS_NATS_LINE_MAX, "hb from nb");
 	__builtin_memcpy(e->hb, nb->b, XPS_NATS_HB_MAX);
+	/* what follows the message in nb is not part of it (same_hb()) */
+	for (i = 0; i < XPS_NATS_HB_MAX; i++)
+		if (i >= len)
+			e->hb[i] = 0;
 	e->hb_len = len;
 	e->inbox_off = nb->l.arg[2].off;
 	e->inbox_len = nb->l.arg[2].len;
@@ -248,7 +253,7 @@ static __always_inline void xps_nats_learn(const struct xps_nats_buf *nb,
 		e->state = XPS_NATS_HB_DEAD;
 		return;
 	}
-	if (--e->outstanding)
+	if (__sync_fetch_and_add(&e->outstanding, -1) != 1)
 		return;		/* the answer to an earlier heartbeat */
 	e->state = XPS_NATS_HB_DEAD;
 	if (!whole || l->nargs != 3 || l->size != XPS_NATS_AR_LEN ||

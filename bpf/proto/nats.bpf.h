@@ -151,7 +151,8 @@ XPS_INLINE int xps__nats_idle(const struct xps_reply *r)
 
 struct xps_nats_line {
 	__u32 len;		/* bytes of the line, its '\n' included */
-	__u32 nargs;		/* arguments after the operation */
+	__u32 nargs;		/* arguments after the operation (arg: the
+				 * first XPS_NATS_ARGS of them) */
 	__u32 size;		/* payload operations: the payload's size */
 	__u32 msg_len;		/* the whole message: line, payload, CRLF */
 	__u32 op;		/* enum xps_nats_op */
@@ -191,15 +192,13 @@ XPS_CALLBACK long xps__nats_line_step(__u64 i, void *ctx)
 	}
 	if (w->r.st == XPS_NATS_R_ARGS && (w->r.flags & XPS_NATS_R_TOK)) {
 		if (!w->in_arg) {
+			/* arguments past XPS_NATS_ARGS are counted, not kept */
 			w->in_arg = 1;
-			n = l->nargs;
-			if (n >= XPS_NATS_ARGS) {
-				w->res = -1;	/* more than the handlers read */
-				return 1;
+			n = l->nargs++;
+			if (n < XPS_NATS_ARGS) {
+				l->arg[n].off = i;
+				l->arg[n].len = 0;
 			}
-			l->arg[n].off = i;
-			l->arg[n].len = 0;
-			l->nargs = n + 1;
 		}
 		n = l->nargs - 1;
 		if (n < XPS_NATS_ARGS)
@@ -225,8 +224,7 @@ XPS_CALLBACK long xps__nats_line_step(__u64 i, void *ctx)
 /*
  * Read the line at the start of @nb's first @len bytes (at most
  * XPS_NATS_LINE_MAX) into nb->l.  1: a whole line (nb->l says what it
- * is); 0: no '\n' in the bytes given; -1: a line the framing refuses, or
- * with more than XPS_NATS_ARGS arguments.
+ * is); 0: no '\n' in the bytes given; -1: a line the framing refuses.
  */
 XPS_GLOBAL int xps_nats_line(struct xps_nats_buf *nb, __u32 len)
 {

@@ -194,6 +194,36 @@ int main(void)
 
 		check_case(&c, 6, ends);
 	}
+	/* NATS: one line read whole (xps_nats_line()) */
+	{
+		static const char hb[] =
+			"RMSG $SYS $NRG.AE.S-R3M-x $NRG.R.abcd 42\r\n";
+		static const char q[] =
+			"RMSG $G foo + rep q1 q2 q3 q4 q5 7\r\n";
+		struct xps_nats_buf nb = {};
+
+		h_begin("nats: a heartbeat's line");
+		memcpy(nb.b, hb, sizeof(hb) - 1);
+		CHECK(xps_nats_line(&nb, sizeof(hb) - 1) == 1, "not a line");
+		CHECK(nb.l.op == XPS_NATS_OP_RMSG && nb.l.nargs == 4 &&
+		      nb.l.size == 42 && nb.l.len == sizeof(hb) - 1 &&
+		      nb.l.msg_len == sizeof(hb) - 1 + 44,
+		      "op %u nargs %u size %u len %u msg_len %u", nb.l.op,
+		      nb.l.nargs, nb.l.size, nb.l.len, nb.l.msg_len);
+		CHECK(nb.l.arg[2].off == 26 && nb.l.arg[2].len == 11,
+		      "reply subject at %u, %u bytes", nb.l.arg[2].off,
+		      nb.l.arg[2].len);
+		CHECK(xps_nats_line(&nb, 20) == 0, "a prefix read as a line");
+
+		h_begin("nats: more arguments than kept");
+		memset(&nb, 0, sizeof(nb));
+		memcpy(nb.b, q, sizeof(q) - 1);
+		CHECK(xps_nats_line(&nb, sizeof(q) - 1) == 1, "not a line");
+		CHECK(nb.l.nargs == 10 && nb.l.size == 7 &&
+		      nb.l.msg_len == sizeof(q) - 1 + 9,
+		      "nargs %u size %u msg_len %u", nb.l.nargs, nb.l.size,
+		      nb.l.msg_len);
+	}
 	check_err("nats: payload operation without a size", XPS_REPLY_NATS,
 		  "RMSG $G foo bar\r\n", 0);
 	check_err("nats: payload beyond the server's limit", XPS_REPLY_NATS,
