@@ -500,6 +500,31 @@ def test_heartbeats_answered_by_the_kernel():
 
 
 @test
+def test_heartbeats_at_100_consumers():
+    """A hundred consumer groups and the stream: the kernel answers about
+    half of the follower's heartbeats, and no group elects a leader."""
+    cl = Cluster(100)
+    try:
+        settle(cl)
+        ev0, st0 = cl.leader_events(), nats_stats()
+        time.sleep(10 * SLOW)
+        st1 = nats_stats()
+        answered = st1["answered"] - st0["answered"]
+        passed = st1["passed"] - st0["passed"]
+        # the follower follows about 67 of the 101 groups: about 670
+        # heartbeats in 10 s, half of them the kernel's
+        print("    kernel answered %d heartbeats in 10 s, passed %d" % (answered, passed))
+        if answered < passed / 4:
+            raise AssertionError("answered %d, passed %d (%r)" % (answered, passed, st1))
+        if answered > passed + 101:
+            raise AssertionError("answered %d, passed %d" % (answered, passed))
+        eq(cl.leader_events() - ev0, 0, "leader elections in 10 s of steady state")
+        eq(cl.route_trouble(), [], "route errors")
+    finally:
+        cl.close()
+
+
+@test
 def test_writes_and_large_messages_on_the_routes():
     """JetStream publishes (Raft entries) and 64 KB core messages cross the
     follower's routes, both ways, while heartbeats are answered: every
