@@ -670,8 +670,6 @@ def nats_csw(pid):
 def not_implemented():
     # Listed in every table so that a reader sees the gap.
     NOT_RUN.append(("redis 10,000 connections", "not attempted on this 2-core machine"))
-    NOT_RUN.append(("nats_idle native backend", "the instruction-count model runs one "
-                    "server in its guest; the NATS row needs three: not built"))
 
 
 ICOUNT_NS, ICOUNT_TAP = "xpsi", "xpsvm0"
@@ -685,7 +683,7 @@ def run_icount(quick, outdir, only, profile):
     if not os.path.exists(os.path.join(ROOT, "kernel-patches", "series")):
         NOT_RUN.append(("icount cost model", "no kernel patch series in this tree"))
         return
-    groups = [g for g in only if g in ("ceiling", "redis", "mix", "memcached", "nginx")]
+    groups = [g for g in only if g in ("ceiling", "redis", "mix", "memcached", "nginx", "nats")]
     if not groups:
         return
     idir = os.path.join(outdir, "icount")
@@ -750,7 +748,8 @@ def summarize(outdir):
         if "baseline" in v and "xps" in v and metric in ("throughput", "p50_ms", "p99_ms",
                                                         "cpu_us_per_req", "instructions_per_req",
                                                         "follower_cpu_ms_per_s",
-                                                        "follower_csw_per_s"):
+                                                        "follower_csw_per_s",
+                                                        "instructions_per_s"):
             ratio = v["xps"] / v["baseline"] if v["baseline"] else None
             goal = None
             for (pre, m), g in GOALS.items():

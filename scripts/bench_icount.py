@@ -29,10 +29,12 @@ import contextlib
 import csv
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -483,12 +485,126 @@ def exp_nginx(b, quick):
                    lambda: service_down(b))
 
 
+NATS_LEADERS = ("10.79.0.3", "10.79.0.4")    # on the tap, beside the clients
+
+
+def exp_nats(b, quick):
+    """NATS JetStream, idle: the follower in the guest, the two other
+    servers here (their groups' leaders, mostly), an R3 stream and R3
+    durable consumers; the guest's instructions per second of steady
+    state, a fresh cluster per variant (routes made before the service
+    are not served)."""
+    sys.path.insert(0, os.path.join(ROOT, "services", "nats"))
+    import test_nats as tn
+    consumers, secs = (100, 10) if quick else (1000, 20)
+    exp = "nats_idle_c%d" % consumers
+    peers = (GUEST_IP,) + NATS_LEADERS
+    for ip in NATS_LEADERS:
+        bench.sh(["ip", "addr", "replace", ip + "/24", "dev", bench.ICOUNT_TAP])
+    gdir = "/tmp/xps-bench-nats"
+
+    def cluster_up():
+        root = tempfile.mkdtemp(prefix="xps-bench-nats-")
+        procs = []
+        b.g.run(["rm", "-rf", gdir])
+        b.g.run(["mkdir", "-p", gdir])
+        b.g.run(["sh", "-c", "cat > %s/conf" % gdir],
+                input=tn.server_conf("follower", GUEST_IP, gdir, peers))
+        b.g.spawn("nats", ["nats-server", "-c", gdir + "/conf", "-l", gdir + "/log"])
+        for k, ip in enumerate(NATS_LEADERS):
+            d = os.path.join(root, "s%d" % k)
+            os.makedirs(d)
+            with open(os.path.join(d, "conf"), "w") as f:
+                f.write(tn.server_conf("s%d" % k, ip, d, peers))
+            procs.append(subprocess.Popen(["nats-server", "-c", os.path.join(d, "conf"),
+                                           "-l", os.path.join(d, "log")]))
+        deadline = time.time() + 120
+        while not all(_routes(ip) == 2 for ip in NATS_LEADERS):
+            if time.time() > deadline:
+                raise RuntimeError("the NATS routes did not form in 120 s")
+            time.sleep(1)
+        c = tn.Client(NATS_LEADERS[0])
+        deadline = time.time() + 120
+        while not tn.meta_ready(c):
+            if time.time() > deadline:
+                raise RuntimeError("no JetStream meta leader in 120 s")
+            time.sleep(1)
+        t0 = time.time()
+        tn.make_groups(c, consumers)
+        c.close()
+        say("  %-30s %d consumers made in %.0f s" % (exp, consumers, time.time() - t0))
+        return root, procs
+
+    def cluster_down(root, procs):
+        b.g.stop("nats")
+        for p in procs:
+            p.terminate()
+            p.wait(30)
+        shutil.rmtree(root, ignore_errors=True)
+
+    def idle():
+        time.sleep(secs)
+        return secs
+
+    def one(variant, be):
+        name = be + "-icount"
+        if variant == "xps":
+            service_up(b, "nats", ["--port", tn.ROUTE], be)
+        root, procs = cluster_up()
+        try:
+            time.sleep(10)      # leaders elected, groups caught up
+            st0 = b.g.run(tn.NATS_STATS, check=False)["out"] if variant == "xps" else None
+            per = b.measure(exp, name, variant, idle)
+            # the "requests" of an idle cluster are its seconds
+            for r in RESULTS:
+                if r["experiment"] == exp and r["metric"] == "instructions_per_req":
+                    r["metric"] = "instructions_per_s"
+            if st0:
+                st0 = tn.nats_stats(st0)
+                st1 = tn.nats_stats(b.g.run(tn.NATS_STATS)["out"])
+                # over the repeats and the settling, per second of all of it
+                say("  %-30s %-14s kernel answered %d heartbeats, passed %d"
+                    % (exp, name, st1["answered"] - st0["answered"],
+                       st1["passed"] - st0["passed"]))
+            return per
+        finally:
+            cluster_down(root, procs)
+            if variant == "xps":
+                service_down(b)
+
+    first = b.backends[0] + "-icount"
+    try:
+        one("baseline", b.backends[0])
+        base = [r for r in RESULTS if r["experiment"] == exp and r["variant"] == "baseline"]
+        for be in b.backends:
+            if be != b.backends[0]:
+                for r in base:
+                    RESULTS.append(dict(r, backend=be + "-icount"))
+            one("xps", be)
+    except (AgentError, RuntimeError, OSError, AssertionError) as e:
+        NOT_RUN.append(("%s (%s)" % (exp, first), str(e)))
+        say("  %s FAILED: %s" % (exp, e))
+    finally:
+        for ip in NATS_LEADERS:
+            bench.sh(["ip", "addr", "del", ip + "/24", "dev", bench.ICOUNT_TAP], check=False)
+
+
+def _routes(ip):
+    sys.path.insert(0, os.path.join(ROOT, "services", "nats"))
+    import test_nats as tn
+    try:
+        return tn.monitor(ip, "/routez")["num_routes"]
+    except (OSError, ValueError, KeyError):
+        return -1
+
+
 GROUPS = {
     "ceiling": exp_ceiling,
     "redis": exp_redis,
     "mix": exp_redis_mix,
     "memcached": exp_memcached,
     "nginx": exp_nginx,
+    "nats": exp_nats,
 }
 
 

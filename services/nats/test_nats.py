@@ -109,8 +109,10 @@ def xpsctl_in(i, *args, check=True):
 class Client:
     """The NATS client protocol, enough for the JetStream API."""
 
-    def __init__(self, i):
-        self.s = socket.create_connection((addr(i), CLIENT), timeout=10 * SLOW)
+    def __init__(self, i, port=CLIENT):
+        """To server @i of the suite's cluster, or to the address @i."""
+        host = i if isinstance(i, str) else addr(i)
+        self.s = socket.create_connection((host, port), timeout=10 * SLOW)
         self.buf = b""
         self.sid = 0
         self._line()        # INFO
@@ -176,37 +178,36 @@ class Client:
         self.s.close()
 
 
+def monitor(host, path):
+    """GET @path of the monitoring port of the server at @host: its JSON."""
+    s = socket.create_connection((host, HTTP), timeout=10 * SLOW)
+    s.sendall(b"GET %s HTTP/1.0\r\n\r\n" % path.encode())
+    buf = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        buf += d
+    s.close()
+    return json.loads(buf.split(b"\r\n\r\n", 1)[1])
+
+
 class Server:
     def __init__(self, i, root):
         self.i = i
         self.dir = os.path.join(root, "n%d" % i)
         os.makedirs(self.dir)
         self.log = os.path.join(self.dir, "log")
-        routes = ", ".join("nats-route://%s:%d" % (addr(k), ROUTE) for k in range(3))
         conf = os.path.join(self.dir, "conf")
         with open(conf, "w") as f:
-            f.write("server_name: n%d\nlisten: %s:%d\nhttp: %s:%d\n"
-                    "jetstream { store_dir: %s, max_memory_store: 512MB, "
-                    "max_file_store: 64MB }\n"
-                    "cluster { name: xps, listen: %s:%d, routes: [%s] }\n"
-                    % (i, addr(i), CLIENT, addr(i), HTTP, self.dir,
-                       addr(i), ROUTE, routes))
+            f.write(server_conf("n%d" % i, addr(i), self.dir, [addr(k) for k in range(3)]))
         self.proc = subprocess.Popen(["ip", "netns", "exec", ns(i),
                                       "nats-server", "-c", conf, "-l", self.log],
                                      stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
 
     def http(self, path):
-        s = socket.create_connection((addr(self.i), HTTP), timeout=10 * SLOW)
-        s.sendall(b"GET %s HTTP/1.0\r\n\r\n" % path.encode())
-        buf = b""
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            buf += d
-        s.close()
-        return json.loads(buf.split(b"\r\n\r\n", 1)[1])
+        return monitor(addr(self.i), path)
 
     def log_lines(self, *needles):
         try:
@@ -327,18 +328,58 @@ def frame(stream):
     return msgs
 
 
-def nats_stats():
-    p = subprocess.run(["bpftool", "-j", "map", "dump", "pinned",
-                        "/sys/fs/bpf/xps/xps_nats_stats"],
-                       capture_output=True, text=True, check=True)
+NATS_STATS = ["bpftool", "-j", "map", "dump", "pinned", "/sys/fs/bpf/xps/xps_nats_stats"]
+
+
+def nats_stats(dump=None):
+    """The NATS counters (include/xps/nats.h), summed over CPUs, from
+    @dump (NATS_STATS's output, run elsewhere) or read here."""
+    if dump is None:
+        dump = subprocess.run(NATS_STATS, capture_output=True, text=True,
+                              check=True).stdout
     out = {}
-    for e in json.loads(p.stdout):
+    for e in json.loads(dump):
         k = e["key"] if isinstance(e["key"], int) else int.from_bytes(bytes(int(b, 16) for b in e["key"]), "little")
         out[k] = sum(v["value"] if isinstance(v["value"], int) else
                      int.from_bytes(bytes(int(b, 16) for b in v["value"]), "little")
                      for v in e["values"])
     return {"answered": out[0], "passed": out[1], "learned": out[2],
             "bumps": out[3], "epochs": out[4]}
+
+
+def meta_ready(c):
+    """Whether JetStream answers its API (the meta group has a leader)."""
+    try:
+        return c.req("$JS.API.INFO", None).get("type") is not None
+    except (OSError, ValueError):
+        return False
+
+
+def make_groups(c, consumers):
+    """Stream S1 and @consumers durable consumers, all R3 in memory, through
+    client @c: that many Raft groups and the stream's.  Their names."""
+    r = c.req("$JS.API.STREAM.CREATE.S1",
+              {"name": "S1", "subjects": ["s1.>"], "storage": "memory", "num_replicas": 3})
+    if "error" in r:
+        raise AssertionError(r)
+    names = ["d%d" % k for k in range(consumers)]
+    for d in names:
+        r = c.req("$JS.API.CONSUMER.DURABLE.CREATE.S1." + d,
+                  {"stream_name": "S1",
+                   "config": {"durable_name": d, "ack_policy": "explicit", "num_replicas": 3}})
+        if "error" in r:
+            raise AssertionError(r)
+    return names
+
+
+def server_conf(name, ip, store, peers):
+    """A server's configuration: client, monitoring and route ports on
+    @ip, JetStream in @store, routes to every address of @peers."""
+    routes = ", ".join("nats-route://%s:%d" % (a, ROUTE) for a in peers)
+    return ("server_name: %s\nlisten: %s:%d\nhttp: %s:%d\n"
+            "jetstream { store_dir: %s, max_memory_store: 1GB, max_file_store: 64MB }\n"
+            "cluster { name: xps, listen: %s:%d, routes: [%s] }\n"
+            % (name, ip, CLIENT, ip, HTTP, store, ip, ROUTE, routes))
 
 
 class Cluster:
@@ -360,20 +401,8 @@ class Cluster:
                 wait_for(lambda: self._routes(s) == 2, timeout=20,
                          what="the routes of n%d" % s.i)
             self.c = Client(0)
-            wait_for(self._meta_ready, timeout=30, what="a JetStream meta leader")
-            r = self.c.req("$JS.API.STREAM.CREATE.S1",
-                           {"name": "S1", "subjects": ["s1.>"], "storage": "memory",
-                            "num_replicas": 3})
-            if "error" in r:
-                raise AssertionError(r)
-            self.consumers = ["d%d" % k for k in range(consumers)]
-            for d in self.consumers:
-                r = self.c.req("$JS.API.CONSUMER.DURABLE.CREATE.S1." + d,
-                               {"stream_name": "S1",
-                                "config": {"durable_name": d, "ack_policy": "explicit",
-                                           "num_replicas": 3}})
-                if "error" in r:
-                    raise AssertionError(r)
+            wait_for(lambda: meta_ready(self.c), timeout=30, what="a JetStream meta leader")
+            self.consumers = make_groups(self.c, consumers)
         except BaseException:
             self.close()
             raise
@@ -384,11 +413,6 @@ class Cluster:
         except (OSError, ValueError, KeyError):
             return -1
 
-    def _meta_ready(self):
-        try:
-            return self.c.req("$JS.API.INFO", None).get("type") is not None
-        except (OSError, ValueError):
-            return False
 
     def leader_events(self):
         return sum(len(s.log_lines(*LEADER_RE)) for s in self.servers)
