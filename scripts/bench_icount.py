@@ -506,6 +506,13 @@ def exp_nats(b, quick):
     def cluster_up():
         root = tempfile.mkdtemp(prefix="xps-bench-nats-")
         procs = []
+        try:
+            return cluster_start(root, procs)
+        except BaseException:
+            cluster_down(root, procs)
+            raise
+
+    def cluster_start(root, procs):
         b.g.run(["rm", "-rf", gdir])
         b.g.run(["mkdir", "-p", gdir])
         b.g.run(["sh", "-c", "cat > %s/conf" % gdir],

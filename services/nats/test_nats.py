@@ -358,10 +358,18 @@ def meta_ready(c):
 def make_groups(c, consumers):
     """Stream S1 and @consumers durable consumers, all R3 in memory, through
     client @c: that many Raft groups and the stream's.  Their names."""
-    r = c.req("$JS.API.STREAM.CREATE.S1",
-              {"name": "S1", "subjects": ["s1.>"], "storage": "memory", "num_replicas": 3})
-    if "error" in r:
-        raise AssertionError(r)
+    deadline = time.time() + 60 * SLOW
+    while True:
+        r = c.req("$JS.API.STREAM.CREATE.S1",
+                  {"name": "S1", "subjects": ["s1.>"], "storage": "memory",
+                   "num_replicas": 3})
+        # 10005, "no suitable peers": the meta group does not know all
+        # three servers yet
+        if "error" not in r:
+            break
+        if r["error"].get("err_code") != 10005 or time.time() > deadline:
+            raise AssertionError(r)
+        time.sleep(0.5)
     names = ["d%d" % k for k in range(consumers)]
     for d in names:
         r = c.req("$JS.API.CONSUMER.DURABLE.CREATE.S1." + d,
