@@ -570,9 +570,8 @@ def exp_nats(b, quick):
                 st0 = tn.nats_stats(st0)
                 st1 = tn.nats_stats(b.g.run(tn.NATS_STATS)["out"])
                 # over the repeats and the settling, per second of all of it
-                say("  %-30s %-14s kernel answered %d heartbeats, passed %d"
-                    % (exp, name, st1["answered"] - st0["answered"],
-                       st1["passed"] - st0["passed"]))
+                say("  %-30s %-14s %s" % (exp, name, ", ".join(
+                    "%s %d" % (k, st1[k] - st0[k]) for k in sorted(st1))))
             return per
         finally:
             cluster_down(root, procs)
