@@ -508,8 +508,9 @@ def test_heartbeats_answered_by_the_kernel():
         if answered < 20:
             raise AssertionError("the kernel answered %d heartbeats in 12 s, passed %d"
                                  % (answered, passed))
-        # never two in a row: each answer follows a heartbeat passed
-        if answered > passed + 30:
+        # never two in a row: each answer follows a heartbeat passed (one
+        # more per group where the window cuts a pair)
+        if answered > passed + 21:
             raise AssertionError("answered %d, passed %d" % (answered, passed))
         eq(elections, 0, "leader elections in 12 s of steady state")
         for s in cl.servers:
@@ -651,9 +652,14 @@ def test_stopped_follower_seen_by_its_leaders():
         if st1["answered"] - st0["answered"] > len(cl.consumers) + 1:
             raise AssertionError("kernel answers while stopped: %d"
                                  % (st1["answered"] - st0["answered"]))
+        def back():
+            # a follower resumed after its election timeout may win the
+            # group (Raft, with or without XPS: docs/nats.md)
+            if cl.consumer_info(led[0]).get("cluster", {}).get("leader") == "n%d" % ACCEL:
+                return True
+            return (cl.replica(led[0], ACCEL) or {}).get("active", 1e18) < 2e9
         try:
-            wait_for(lambda: (cl.replica(led[0], ACCEL) or {}).get("active", 1e18) < 2e9,
-                     timeout=15, what="the leader hearing from the follower again")
+            wait_for(back, timeout=15, what="the leader hearing from the follower again")
         except AssertionError:
             print("    consumer %s: %r" % (led[0], cl.consumer_info(led[0])))
             raise
