@@ -42,8 +42,9 @@ fi
 echo "deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 # Debian starts redis, memcached, nginx and nats-server on their default
-# ports when they are installed; XPS's tests and benchmarks start their own instances, so
-# keep the package scripts from starting (and later competing with) them.
+# ports when they are installed; XPS's tests and benchmarks start their
+# own instances, so keep the package scripts from starting (and later
+# competing with) them.
 policy=/usr/sbin/policy-rc.d
 created_policy=0
 if [ ! -e "$policy" ]; then
