@@ -4,7 +4,8 @@
  * accepted (or dialed) connection a predicate matches (struct xps_conn)
  * and forgets it when it closes; xps_listen_close marks a service's
  * server gone when its listening socket closes; and the release of the
- * writes a service has answered (docs/coherence.md).  Part of xps_framework.bpf.c.
+ * writes a service has answered (docs/coherence.md).  Part of
+ * xps_framework.bpf.c.
  */
 #ifndef __XPS_FW_CONNS_BPF_H
 #define __XPS_FW_CONNS_BPF_H
