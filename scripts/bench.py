@@ -601,7 +601,8 @@ def exp_nats(quick):
     consumers; the follower XPS serves and its receive processing on the
     server CPU, the two others on the client CPU.  Per second of steady
     state: busy time of the follower's CPU, the follower's context
-    switches, heartbeats answered by the kernel; baseline first."""
+    switches, heartbeats answered by the kernel, duplicate answers it
+    dropped on the groups the same server leads; baseline first."""
     sys.path.insert(0, os.path.join(ROOT, "services", "nats"))
     import test_nats as tn
     consumers, secs = (200, 10) if quick else (1000, 30)
@@ -637,11 +638,14 @@ def exp_nats(quick):
                 res["heartbeats_answered_per_s"] = \
                     (st1["answered"] - st0["answered"]) / (w1 - w0)
                 res["heartbeats_passed_per_s"] = (st1["passed"] - st0["passed"]) / (w1 - w0)
+                res["answers_dropped_per_s"] = (st1["dropped"] - st0["dropped"]) / (w1 - w0)
             say("  %-34s %-8s follower CPU %.1f ms/s, %.0f context switches/s, %d elections%s"
                 % (exp, variant, res["follower_cpu_ms_per_s"], res["follower_csw_per_s"],
                    res["leader_elections"],
-                   ", kernel answered %.0f heartbeats/s, passed %.0f/s"
-                   % (res["heartbeats_answered_per_s"], res["heartbeats_passed_per_s"])
+                   ", kernel answered %.0f heartbeats/s, passed %.0f/s, dropped %.0f "
+                   "duplicate answers/s"
+                   % (res["heartbeats_answered_per_s"], res["heartbeats_passed_per_s"],
+                      res["answers_dropped_per_s"])
                    if st0 else ""))
             record(exp, BACKEND, variant, res)
         except (AssertionError, OSError, RuntimeError) as e:

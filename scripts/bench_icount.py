@@ -623,8 +623,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--netns", default="xpsi")
     ap.add_argument("--profile", action="store_true", help="in-guest perf of every variant")
-    ap.add_argument("--backends", default="native,stock",
-                    help="XPS backends to measure (native, stock; default both)")
+    ap.add_argument("--backends", default=os.environ.get("XPS_ICOUNT_BACKENDS", "native,stock"),
+                    help="XPS backends to measure (native, stock; default both, or "
+                    "$XPS_ICOUNT_BACKENDS)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     only = [g for g in a.only.split(",") if g in GROUPS]

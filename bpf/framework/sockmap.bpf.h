@@ -222,6 +222,26 @@ int xps_msg_verdict(struct sk_msg_md *msg)
 		st->req_left = left;
 		return SK_PASS;
 	}
+	/*
+	 * A protocol whose service writes unprompted (NATS routes) may have
+	 * written since the handler decided: the reply then goes after those
+	 * bytes, which is a message boundary only if egress has seen them all
+	 * and its framing is between messages.  Else the reply would land
+	 * inside the service's message; there is no sending nothing from
+	 * here (6.12 cannot empty the message), so the send fails and the
+	 * socket takes the error: a broken connection, never a corrupt one.
+	 * Request/response protocols cannot get here: requests passed since
+	 * the decision queue behind this one, and the service writes only to
+	 * answer them.
+	 */
+	if (conn->rp.proto == XPS_REPLY_NATS &&
+	    ((conn->flags & XPS_CONN_UNCOUNTED) ||
+	     tp->write_seq - conn->eg_seq != conn->kr_bytes ||
+	     !xps_reply_idle(&conn->rp))) {
+		xps__lose_count(conn);
+		xps_nats_count(XPS_NATS_ST_CUT);
+		return SK_DROP;
+	}
 	n = st->len;
 	barrier_var(n);
 	if (n > XPS_STOCK_REPLY_MAX)

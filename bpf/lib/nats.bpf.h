@@ -167,6 +167,76 @@ static __always_inline int xps_nats_is_heartbeat(const struct xps_nats_buf *nb,
 }
 
 /*
+ * Whether the whole message in nb (@len bytes of it were loaded) is a
+ * follower's success answer to an append: RMSG <account> $NRG.R.<inbox>
+ * 25, success (the last of the 25 bytes), CRLF after them.
+ */
+static __always_inline int xps_nats_is_ack(const struct xps_nats_buf *nb,
+					   __u32 len)
+{
+	const struct xps_nats_line *l = &nb->l;
+	__u32 p;
+
+	if (l->op != XPS_NATS_OP_RMSG || l->nargs != 3 ||
+	    l->size != XPS_NATS_AR_LEN || l->msg_len != len ||
+	    len > XPS_NATS_REPLY_MAX || !XPS__NATS_IS(nb, 1, XPS_NATS_PFX_R, 0))
+		return 0;
+	p = l->len;
+	if (p > XPS_NATS_REPLY_MAX - XPS_NATS_AR_LEN - 2)
+		return 0;
+	return nb->b[(p + 24) & (XPS_NATS_LINE_MAX - 1)] == 1 &&
+	       nb->b[(p + 25) & (XPS_NATS_LINE_MAX - 1)] == '\r' &&
+	       nb->b[(p + 26) & (XPS_NATS_LINE_MAX - 1)] == '\n';
+}
+
+/*
+ * On a leader: a follower's answer goes to the server.  The route's last
+ * answer of the group becomes it, with nothing dropped after it, when it
+ * is whole in nb and a success; otherwise nothing is to be dropped until
+ * the next one.
+ */
+static __always_inline void xps_nats_ack_passed(const struct xps_nats_buf *nb,
+						__u64 cookie, __u64 now,
+						int whole)
+{
+	struct xps_nats_hb_key key = { .cookie = cookie };
+	struct xps_nats_scratch *sc;
+	struct xps_nats_ack *a;
+	__u32 zero = 0, len = nb->l.msg_len, i;
+
+	key.inbox = xps_nats_key(nb, 1, 0);
+	a = bpf_map_lookup_elem(&xps_nats_acks, &key);
+	if (!whole || !xps_nats_is_ack(nb, len)) {
+		if (a)
+			a->len = 0;
+		return;
+	}
+	if (!a) {
+		sc = bpf_map_lookup_elem(&xps_nats_scratch, &zero);
+		if (!sc)
+			return;
+		__builtin_memset(&sc->hb, 0, sizeof(sc->hb));
+		_Static_assert(sizeof(struct xps_nats_ack) <=
+			       sizeof(struct xps_nats_hb), "ack from hb");
+		if (bpf_map_update_elem(&xps_nats_acks, &key, &sc->hb,
+					BPF_NOEXIST))
+			return;
+		a = bpf_map_lookup_elem(&xps_nats_acks, &key);
+		if (!a)
+			return;
+	}
+	_Static_assert(XPS_NATS_REPLY_MAX <= XPS_NATS_LINE_MAX, "msg from nb");
+	__builtin_memcpy(a->msg, nb->b, XPS_NATS_REPLY_MAX);
+	/* what follows the message in nb is not part of it */
+	for (i = 0; i < XPS_NATS_REPLY_MAX; i++)
+		if (i >= len)
+			a->msg[i] = 0;
+	a->len = len;
+	a->dropped = 0;
+	a->passed_ns = now;
+}
+
+/*
  * A heartbeat goes to the server: its state now waits for the server's
  * answer (xps_nats_learn()).  nb holds the whole message.
  */
@@ -312,6 +382,8 @@ XPS_GLOBAL int xps_nats_line_seen(const struct xps_nats_buf *nb, __u64 cookie,
 		/* an answer: the server's (egress) is learned */
 		if (egress)
 			xps_nats_learn(nb, cookie, now, whole);
+		else
+			xps_nats_ack_passed(nb, cookie, now, whole);
 		return 0;
 	}
 	if (!egress && whole && xps_nats_is_heartbeat(nb, nb->l.msg_len)) {

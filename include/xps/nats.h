@@ -14,7 +14,10 @@
  *  - xps_nats_groups, by group: a stamp that any other traffic of the
  *    group replaces; a heartbeat state is good only under the stamp it
  *    was learned with.  Index 0 of xps_nats_epoch is an epoch that any
- *    message XPS could not read bumps for every group.
+ *    message XPS could not read bumps for every group;
+ *  - xps_nats_acks, by socket cookie and reply subject, on a leader: the
+ *    last answer a follower sent on that route to the group's heartbeats
+ *    that went to the server, and whether the one after it was dropped.
  */
 #ifndef __XPS_NATS_H
 #define __XPS_NATS_H
@@ -32,6 +35,7 @@
 #define XPS_NATS_CONNS		1024
 #define XPS_NATS_HBS		8192	/* groups a server follows, by route */
 #define XPS_NATS_GROUPS		16384
+#define XPS_NATS_ACKS		8192	/* groups a server leads, by route */
 
 /*
  * The rules' clocks (docs/nats.md): the server answered the heartbeat it
@@ -41,6 +45,14 @@
 #define XPS_NATS_ANSWER_NS	(250 * 1000 * 1000ULL)
 #define XPS_NATS_FRESH_NS	(2500 * 1000 * 1000ULL)
 #define XPS_NATS_TX_NS		(1100 * 1000 * 1000ULL)
+
+/*
+ * On a leader, a follower's answer byte-identical to its previous one on
+ * the route, which went to the server less than DUP_NS ago, may be
+ * dropped; never two in a row, so the server hears from every follower of
+ * every group at least every other heartbeat (about every 2 s).
+ */
+#define XPS_NATS_DUP_NS		(1500 * 1000 * 1000ULL)
 
 struct xps_nats_conn {
 	struct xps_reply rx;	/* where the received stream is */
@@ -80,6 +92,13 @@ struct xps_nats_hb {
 	__u8 reply[XPS_NATS_REPLY_MAX];
 };
 
+struct xps_nats_ack {
+	__u64 passed_ns;	/* when it went to the server */
+	__u32 len;		/* bytes of msg: line, 25, CRLF; 0: none */
+	__u32 dropped;		/* the next one was dropped */
+	__u8 msg[XPS_NATS_REPLY_MAX];	/* zero past len */
+};
+
 /* Per-CPU counters (xpsctl service show): index in xps_nats_stats. */
 enum xps_nats_stat {
 	XPS_NATS_ST_ANSWERED,	/* heartbeats the kernel answered */
@@ -87,6 +106,8 @@ enum xps_nats_stat {
 	XPS_NATS_ST_LEARNED,	/* server answers learned at egress */
 	XPS_NATS_ST_BUMPS,	/* group stamps replaced */
 	XPS_NATS_ST_EPOCHS,	/* every group's state dropped */
+	XPS_NATS_ST_DROPPED,	/* duplicate answers dropped on a leader */
+	XPS_NATS_ST_CUT,	/* stock: a route cut, its answer unsafe */
 	XPS_NATS_ST_MAX,
 };
 

@@ -13,7 +13,10 @@
  * XPS_NATS_FRESH_NS ago, on a route it wrote on within XPS_NATS_TX_NS,
  * and the kernel did not answer that previous one: the server sees at
  * least every other heartbeat.  The answer is the server's own, replayed.
- * Everything else goes to the server untouched.
+ * On the groups the server leads, a follower's answer identical to its
+ * previous one, which the server had less than XPS_NATS_DUP_NS ago, is
+ * dropped, never two in a row.  Everything else goes to the server
+ * untouched.
  */
 #define XPS_REPLY_PROTO XPS_REPLY_NATS	/* docs/ordering.md */
 #include "xps.bpf.h"
@@ -26,13 +29,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 _Static_assert(XPS_NATS_REPLY_MAX <= XPS_STOCK_REPLY_MAX,
 	       "an answer must fit a stock-backend reply slot");
 
-/* The two buffers hold the same bytes, 8 at a time. */
-static __always_inline int same_hb(const __u8 *a, const __u8 *b)
+/* The two buffers hold the same @n bytes (a constant), 8 at a time. */
+static __always_inline int same_bytes(const __u8 *a, const __u8 *b, __u32 n)
 {
 	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
 	__u32 i;
 
-	for (i = 0; i < XPS_NATS_HB_MAX / 8; i++)
+	for (i = 0; i < n / 8; i++)
 		if (x[i] != y[i])
 			return 0;
 	return 1;
@@ -109,7 +112,7 @@ static __always_inline __u32 answerable(struct __sk_buff *skb,
 	key.inbox = xps_nats_key(&sc->in, 2, 0);
 	e = bpf_map_lookup_elem(&xps_nats_hbs, &key);
 	if (!e || e->state != XPS_NATS_HB_ANSWERED || e->outstanding ||
-	    e->hb_len != len || !same_hb(e->hb, sc->in.b))
+	    e->hb_len != len || !same_bytes(e->hb, sc->in.b, XPS_NATS_HB_MAX))
 		return 0;
 	now = bpf_ktime_get_ns();
 	if (now - e->answered_ns > XPS_NATS_FRESH_NS ||
@@ -126,6 +129,44 @@ static __always_inline __u32 answerable(struct __sk_buff *skb,
 	    n > XPS_NATS_REPLY_MAX || !answer_fits(sc, n))
 		return 0;
 	return n;
+}
+
+/*
+ * On a leader: the segment is one whole success answer of a follower at a
+ * message boundary, byte for byte the previous answer of the group on
+ * this route, which went to the server less than XPS_NATS_DUP_NS ago and
+ * was not followed by a drop.  The server learns nothing from it that the
+ * previous one did not tell it (docs/nats.md): it may be dropped.
+ */
+static __always_inline int droppable(struct __sk_buff *skb,
+				     struct xps_nats_scratch *sc,
+				     struct xps_nats_conn *nc, __u64 cookie,
+				     __u32 len)
+{
+	struct xps_nats_hb_key key = { .cookie = cookie };
+	struct xps_nats_ack *a;
+
+	if (len > XPS_NATS_REPLY_MAX || !xps_reply_idle(&nc->rx))
+		return 0;
+	__builtin_memset(sc->in.b, 0, sizeof(sc->in.b));
+	barrier_var(len);
+	if (len < 1 || len > XPS_NATS_REPLY_MAX)	/* only for the verifier */
+		return 0;
+	if (xps_load(skb, 0, sc->in.b, len) ||
+	    xps_nats_line(&sc->in, len) != 1 || !xps_nats_is_ack(&sc->in, len))
+		return 0;
+	key.inbox = xps_nats_key(&sc->in, 1, 0);
+	a = bpf_map_lookup_elem(&xps_nats_acks, &key);
+	if (!a || a->dropped || a->len != len ||
+	    bpf_ktime_get_ns() - a->passed_ns >= XPS_NATS_DUP_NS ||
+	    !same_bytes(a->msg, sc->in.b, XPS_NATS_REPLY_MAX))
+		return 0;
+	/*
+	 * Before the verdict: a drop that becomes a pass leaves the next one
+	 * to the server.
+	 */
+	a->dropped = 1;
+	return 1;
 }
 
 SEC("xps")
@@ -166,6 +207,10 @@ int xps_nats(struct __sk_buff *skb)
 			e->state = XPS_NATS_HB_KERNEL;
 		xps_nats_count(XPS_NATS_ST_ANSWERED);
 		return xps_tx(skb);
+	}
+	if (xps_may_consume(skb) && droppable(skb, sc, nc, cookie, len)) {
+		xps_nats_count(XPS_NATS_ST_DROPPED);
+		return xps_drop(skb);
 	}
 	if (xps_nats_walk(skb, &nc->rx, cookie, 0, len, 0)) {
 		nc->flags |= XPS_NATS_CONN_LOST;

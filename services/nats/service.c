@@ -8,9 +8,14 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xps/nats.h>
 
 #include "cmd.h"
 #include "out.h"
@@ -72,6 +77,45 @@ fail:
 	return -1;
 }
 
+/*
+ * "service list"'s state: the counters of include/xps/nats.h, summed over
+ * CPUs (one map for every NATS service of the host).
+ */
+static void nats_health(const char *name, pid_t pid, char *buf, size_t n)
+{
+	__u64 v[XPS_NATS_ST_MAX] = {}, *per = NULL;
+	int fd, cpus = libbpf_num_possible_cpus(), c;
+	__u32 k;
+
+	(void)name;
+	(void)pid;
+	fd = bpf_obj_get(XPS_PIN_ROOT "/xps_nats_stats");
+	if (fd < 0 || cpus < 1 || !(per = calloc(cpus, sizeof(*per)))) {
+		snprintf(buf, n, "running (counters unreadable: %s)",
+			 strerror(fd < 0 ? errno : ENOMEM));
+		goto out;
+	}
+	for (k = 0; k < XPS_NATS_ST_MAX; k++) {
+		if (bpf_map_lookup_elem(fd, &k, per))
+			continue;
+		for (c = 0; c < cpus; c++)
+			v[k] += per[c];
+	}
+	snprintf(buf, n,
+		 "running: %llu heartbeats answered, %llu passed, %llu answers learned, %llu duplicate answers dropped, %llu group resets, %llu full resets, %llu routes cut",
+		 (unsigned long long)v[XPS_NATS_ST_ANSWERED],
+		 (unsigned long long)v[XPS_NATS_ST_PASSED],
+		 (unsigned long long)v[XPS_NATS_ST_LEARNED],
+		 (unsigned long long)v[XPS_NATS_ST_DROPPED],
+		 (unsigned long long)v[XPS_NATS_ST_BUMPS],
+		 (unsigned long long)v[XPS_NATS_ST_EPOCHS],
+		 (unsigned long long)v[XPS_NATS_ST_CUT]);
+out:
+	free(per);
+	if (fd >= 0)
+		close(fd);
+}
+
 static const struct svc_opt nats_opts[] = {
 	SVC_OPT_PORT(struct nats_args, "the servers' route port, the cluster's listen port (required)"),
 	{ .name = "--addr", .arg = "IPV4", .type = SVC_OPT_STR,
@@ -98,4 +142,5 @@ const struct svc_kind svc_nats = {
 	.example =
 "xpsctl service nats --port 6222\n",
 	.setup = nats_setup,
+	.health = nats_health,
 };

@@ -146,7 +146,8 @@ struct {
 /*
  * NATS routes (include/xps/nats.h): each route's receive framing, the
  * heartbeats the server was given and its answers, the groups' stamps
- * and the epoch; written by the NATS handler and by egress.
+ * and the epoch, a leader's last answers from its followers; written by
+ * the NATS handler and by egress.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -171,6 +172,14 @@ struct {
 	__type(value, __u64);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xps_nats_groups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, XPS_NATS_ACKS);
+	__type(key, struct xps_nats_hb_key);
+	__type(value, struct xps_nats_ack);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_nats_acks SEC(".maps");
 
 /* [0]: the epoch; [1]: the source of fresh group stamps */
 struct {
