@@ -102,6 +102,27 @@ static __always_inline __u64 xps_nats_group_stamp(__u64 group)
 #define XPS__NATS_IS(nb, i, s, exact)					\
 	xps_nats_arg_is((nb), (i), s, sizeof(s) - 1, (exact))
 
+/*
+ * The @n bytes at @ao of @a are those at @bo of @b; both buffers hold
+ * XPS_NATS_LINE_MAX bytes (a line, a heartbeat).
+ */
+static __always_inline int xps_nats_same_span(const __u8 *a, __u32 ao,
+					      const __u8 *b, __u32 bo,
+					      __u32 n)
+{
+	__u32 i;
+
+	_Static_assert(XPS_NATS_HB_MAX == XPS_NATS_LINE_MAX, "one mask");
+	for (i = 0; i < XPS_NATS_LINE_MAX; i++) {
+		if (i >= n)
+			break;
+		if (a[(ao + i) & (XPS_NATS_LINE_MAX - 1)] !=
+		    b[(bo + i) & (XPS_NATS_LINE_MAX - 1)])
+			return 0;
+	}
+	return 1;
+}
+
 /* Hash of the line's account (argument 0) and argument @i from @from. */
 static __always_inline __u64 xps_nats_key(const struct xps_nats_buf *nb,
 					  __u32 i, __u32 from)
@@ -302,7 +323,7 @@ static __always_inline void xps_nats_learn(const struct xps_nats_buf *nb,
 	const struct xps_nats_line *l = &nb->l;
 	struct xps_nats_hb_key key = { .cookie = cookie };
 	struct xps_nats_hb *e;
-	__u32 i, p, q, n;
+	__u32 p, q, n;
 
 	key.inbox = xps_nats_key(nb, 1, 0);
 	e = bpf_map_lookup_elem(&xps_nats_hbs, &key);
@@ -310,15 +331,9 @@ static __always_inline void xps_nats_learn(const struct xps_nats_buf *nb,
 		return;
 	/* the same reply subject as the heartbeat's, byte for byte */
 	n = e->inbox_len;
-	if (l->arg[1].len != n || n > XPS_NATS_LINE_MAX)
+	if (l->arg[1].len != n ||
+	    !xps_nats_same_span(nb->b, l->arg[1].off, e->hb, e->inbox_off, n))
 		return;
-	for (i = 0; i < XPS_NATS_LINE_MAX; i++) {
-		if (i >= n)
-			break;
-		if (nb->b[(l->arg[1].off + i) & (XPS_NATS_LINE_MAX - 1)] !=
-		    e->hb[(e->inbox_off + i) & (XPS_NATS_HB_MAX - 1)])
-			return;
-	}
 	if (e->state != XPS_NATS_HB_PASSED || !e->outstanding) {
 		e->state = XPS_NATS_HB_DEAD;
 		return;
@@ -336,10 +351,8 @@ static __always_inline void xps_nats_learn(const struct xps_nats_buf *nb,
 	    q > XPS_NATS_HB_MAX - 16 ||
 	    nb->b[(p + 24) & (XPS_NATS_LINE_MAX - 1)] != 1)
 		return;
-	for (i = 0; i < 16; i++)
-		if (nb->b[(p + i) & (XPS_NATS_LINE_MAX - 1)] !=
-		    e->hb[(q + i) & (XPS_NATS_HB_MAX - 1)])
-			return;
+	if (!xps_nats_same_span(nb->b, p, e->hb, q, 16))
+		return;
 	__builtin_memcpy(e->reply, nb->b, XPS_NATS_REPLY_MAX);
 	e->reply_len = l->msg_len;
 	e->answered_ns = now;

@@ -50,9 +50,10 @@
  * On a leader, a follower's answer byte-identical to its previous one on
  * the route, which went to the server less than DUP_NS ago, may be
  * dropped; never two in a row, so the server hears from every follower of
- * every group at least every other heartbeat (about every 2 s).
+ * every group at least every other heartbeat (about every 2 s, at most
+ * 2 * DUP_NS apart).
  */
-#define XPS_NATS_DUP_NS		(1500 * 1000 * 1000ULL)
+#define XPS_NATS_DUP_NS		(1250 * 1000 * 1000ULL)
 
 struct xps_nats_conn {
 	struct xps_reply rx;	/* where the received stream is */

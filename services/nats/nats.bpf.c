@@ -50,47 +50,52 @@ static __always_inline int same_bytes(const __u8 *a, const __u8 *b, __u32 n)
 static __always_inline int answer_fits(struct xps_nats_scratch *sc, __u32 len)
 {
 	struct xps_nats_line *h = &sc->in.l, *a = &sc->out.l;
-	__u32 i, n, p, q;
+	__u32 n, p, q;
 
 	if (xps_nats_line(&sc->out, len) != 1 || a->op != XPS_NATS_OP_RMSG ||
 	    a->nargs != 3 || a->size != XPS_NATS_AR_LEN || a->msg_len != len)
 		return 0;
+	/* its subject is the heartbeat's reply subject, its account the same */
 	n = h->arg[2].len;
-	if (a->arg[1].len != n || a->arg[0].len != h->arg[0].len)
+	if (a->arg[1].len != n || a->arg[0].len != h->arg[0].len ||
+	    !xps_nats_same_span(sc->out.b, a->arg[1].off, sc->in.b,
+				h->arg[2].off, n) ||
+	    !xps_nats_same_span(sc->out.b, a->arg[0].off, sc->in.b,
+				h->arg[0].off, h->arg[0].len))
 		return 0;
-	for (i = 0; i < XPS_NATS_LINE_MAX; i++) {
-		if (i >= n)
-			break;
-		if (sc->out.b[(a->arg[1].off + i) & (XPS_NATS_LINE_MAX - 1)] !=
-		    sc->in.b[(h->arg[2].off + i) & (XPS_NATS_LINE_MAX - 1)])
-			return 0;
-	}
-	n = h->arg[0].len;
-	for (i = 0; i < XPS_NATS_LINE_MAX; i++) {
-		if (i >= n)
-			break;
-		if (sc->out.b[(a->arg[0].off + i) & (XPS_NATS_LINE_MAX - 1)] !=
-		    sc->in.b[(h->arg[0].off + i) & (XPS_NATS_LINE_MAX - 1)])
-			return 0;
-	}
+	/* success, and the heartbeat's pterm, then pindex */
 	p = a->len;
-	q = h->len + 24;	/* the heartbeat's pterm, then pindex */
-	if (sc->out.b[(p + 24) & (XPS_NATS_LINE_MAX - 1)] != 1)
-		return 0;
-	for (i = 0; i < 16; i++)
-		if (sc->out.b[(p + i) & (XPS_NATS_LINE_MAX - 1)] !=
-		    sc->in.b[(q + i) & (XPS_NATS_LINE_MAX - 1)])
-			return 0;
-	return 1;
+	q = h->len + 24;
+	return sc->out.b[(p + 24) & (XPS_NATS_LINE_MAX - 1)] == 1 &&
+	       xps_nats_same_span(sc->out.b, p, sc->in.b, q, 16);
 }
 
 /*
- * The segment is one whole plain heartbeat at a message boundary and may
- * be answered with the server's last answer to the same bytes: returns
- * the answer's length in sc->out, 0 if not.
+ * The segment is one whole message at a message boundary of the route's
+ * incoming stream, of at most XPS_NATS_LINE_MAX bytes: it is read into
+ * sc->in (zero past it), once for what the handler decides and, on a
+ * pass, for what the walk would have seen.
  */
-static __always_inline __u32 answerable(struct __sk_buff *skb,
-					struct xps_nats_scratch *sc,
+static __always_inline int one_message(struct __sk_buff *skb,
+				       struct xps_nats_scratch *sc,
+				       struct xps_nats_conn *nc, __u32 len)
+{
+	if (len > XPS_NATS_LINE_MAX || !xps_reply_idle(&nc->rx))
+		return 0;
+	__builtin_memset(sc->in.b, 0, sizeof(sc->in.b));
+	barrier_var(len);
+	if (len < 1 || len > XPS_NATS_LINE_MAX)	/* only for the verifier */
+		return 0;
+	return !xps_load(skb, 0, sc->in.b, len) &&
+	       xps_nats_line(&sc->in, len) == 1 && sc->in.l.msg_len == len;
+}
+
+/*
+ * The plain heartbeat in sc->in may be answered with the server's last
+ * answer to the same bytes: returns the answer's length in sc->out, 0 if
+ * not.
+ */
+static __always_inline __u32 answerable(struct xps_nats_scratch *sc,
 					struct xps_nats_conn *nc, __u64 cookie,
 					__u32 len)
 {
@@ -99,16 +104,6 @@ static __always_inline __u32 answerable(struct __sk_buff *skb,
 	__u64 now, *g;
 	__u32 n;
 
-	if (len > XPS_NATS_HB_MAX || !xps_reply_idle(&nc->rx))
-		return 0;
-	__builtin_memset(sc->in.b, 0, sizeof(sc->in.b));
-	barrier_var(len);
-	if (len < 1 || len > XPS_NATS_HB_MAX)	/* only for the verifier */
-		return 0;
-	if (xps_load(skb, 0, sc->in.b, len) ||
-	    xps_nats_line(&sc->in, len) != 1 ||
-	    !xps_nats_is_heartbeat(&sc->in, len))
-		return 0;
 	key.inbox = xps_nats_key(&sc->in, 2, 0);
 	e = bpf_map_lookup_elem(&xps_nats_hbs, &key);
 	if (!e || e->state != XPS_NATS_HB_ANSWERED || e->outstanding ||
@@ -132,29 +127,18 @@ static __always_inline __u32 answerable(struct __sk_buff *skb,
 }
 
 /*
- * On a leader: the segment is one whole success answer of a follower at a
- * message boundary, byte for byte the previous answer of the group on
- * this route, which went to the server less than XPS_NATS_DUP_NS ago and
- * was not followed by a drop.  The server learns nothing from it that the
- * previous one did not tell it (docs/nats.md): it may be dropped.
+ * On a leader: the follower's success answer in sc->in is byte for byte
+ * the previous answer of the group on this route, which went to the
+ * server less than XPS_NATS_DUP_NS ago and was not followed by a drop.
+ * The server learns nothing from it that the previous one did not tell it
+ * (docs/nats.md): it may be dropped.
  */
-static __always_inline int droppable(struct __sk_buff *skb,
-				     struct xps_nats_scratch *sc,
-				     struct xps_nats_conn *nc, __u64 cookie,
-				     __u32 len)
+static __always_inline int droppable(struct xps_nats_scratch *sc,
+				     __u64 cookie, __u32 len)
 {
 	struct xps_nats_hb_key key = { .cookie = cookie };
 	struct xps_nats_ack *a;
 
-	if (len > XPS_NATS_REPLY_MAX || !xps_reply_idle(&nc->rx))
-		return 0;
-	__builtin_memset(sc->in.b, 0, sizeof(sc->in.b));
-	barrier_var(len);
-	if (len < 1 || len > XPS_NATS_REPLY_MAX)	/* only for the verifier */
-		return 0;
-	if (xps_load(skb, 0, sc->in.b, len) ||
-	    xps_nats_line(&sc->in, len) != 1 || !xps_nats_is_ack(&sc->in, len))
-		return 0;
 	key.inbox = xps_nats_key(&sc->in, 1, 0);
 	a = bpf_map_lookup_elem(&xps_nats_acks, &key);
 	if (!a || a->dropped || a->len != len ||
@@ -191,26 +175,38 @@ int xps_nats(struct __sk_buff *skb)
 	/* none of the server's messages answers this route's messages */
 	xps_requests_none(skb);
 
-	n = answerable(skb, sc, nc, cookie, len);
-	barrier_var(n);
-	if (n >= 1 && n <= XPS_NATS_REPLY_MAX && xps_may_consume(skb) &&
-	    !xps_reply(skb, sc->out.b, n)) {
-		/*
-		 * Before the verdict: should the send fail and the heartbeat
-		 * reach the server after all, its answer finds the state not
-		 * waiting for one and leaves nothing to repeat.
-		 */
-		key.cookie = cookie;
-		key.inbox = xps_nats_key(&sc->in, 2, 0);
-		e = bpf_map_lookup_elem(&xps_nats_hbs, &key);
-		if (e)
-			e->state = XPS_NATS_HB_KERNEL;
-		xps_nats_count(XPS_NATS_ST_ANSWERED);
-		return xps_tx(skb);
-	}
-	if (xps_may_consume(skb) && droppable(skb, sc, nc, cookie, len)) {
-		xps_nats_count(XPS_NATS_ST_DROPPED);
-		return xps_drop(skb);
+	if (one_message(skb, sc, nc, len)) {
+		if (xps_nats_is_heartbeat(&sc->in, len)) {
+			n = answerable(sc, nc, cookie, len);
+			barrier_var(n);
+			if (n >= 1 && n <= XPS_NATS_REPLY_MAX &&
+			    xps_may_consume(skb) &&
+			    !xps_reply(skb, sc->out.b, n)) {
+				/*
+				 * Before the verdict: should the send fail
+				 * and the heartbeat reach the server after
+				 * all, its answer finds the state not
+				 * waiting for one and leaves nothing to
+				 * repeat.
+				 */
+				key.cookie = cookie;
+				key.inbox = xps_nats_key(&sc->in, 2, 0);
+				e = bpf_map_lookup_elem(&xps_nats_hbs, &key);
+				if (e)
+					e->state = XPS_NATS_HB_KERNEL;
+				xps_nats_count(XPS_NATS_ST_ANSWERED);
+				return xps_tx(skb);
+			}
+		} else if (xps_nats_is_ack(&sc->in, len) &&
+			   xps_may_consume(skb) &&
+			   droppable(sc, cookie, len)) {
+			xps_nats_count(XPS_NATS_ST_DROPPED);
+			return xps_drop(skb);
+		}
+		/* passed whole: the framing stays between messages */
+		xps_nats_line_seen(&sc->in, cookie, bpf_ktime_get_ns(),
+				   XPS_NATS_SEEN_WHOLE);
+		return xps_pass(skb);
 	}
 	if (xps_nats_walk(skb, &nc->rx, cookie, 0, len, 0)) {
 		nc->flags |= XPS_NATS_CONN_LOST;

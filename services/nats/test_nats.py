@@ -521,7 +521,7 @@ def led_by_accel(cl):
 def check_leader_drops(cl, secs):
     """On the groups ACCEL leads, the kernel drops duplicate answers of
     the followers, never two in a row: some dropped, at most about half,
-    and every follower heard from within about 2 s."""
+    and every follower heard from within 2.5 s and the leader's delay."""
     led = led_by_accel(cl)
     if not led:
         print("    n%d leads no consumer: nothing to drop" % ACCEL)
@@ -537,7 +537,10 @@ def check_leader_drops(cl, secs):
     for d in led:
         for r in cl.consumer_info(d).get("cluster", {}).get("replicas", []):
             # "active": ns since the leader last heard from the follower
-            if r.get("active", 0) > 3e9 * SLOW:
+            # passes at most 2 * XPS_NATS_DUP_NS apart, and the time the
+            # leader takes to read them (3.5 s seen under emulation at
+            # 1,000 consumers)
+            if r.get("active", 0) > 4e9 * SLOW:
                 raise AssertionError("consumer %s: the leader did not hear from %s: %r"
                                      % (d, r.get("name"), r))
 
@@ -612,13 +615,7 @@ def test_heartbeats_at_1000_consumers():
     clusters burning CPU: the kernel still answers a good share of the
     follower's heartbeats (the leaders batch their writes, and a segment
     of several heartbeats is passed whole), and no group elects a leader.
-    Under emulation (the native backend's VM) the cluster cannot even be
-    made in the suite's time: the test says so and does not run."""
-    if os.environ.get("XPS_EMULATED"):
-        print("    *** NOT RUN under emulation (XPS_EMULATED): 1,000 R3 consumers take "
-              "longer to make than the VM suite has; this test runs on real cores "
-              "(make test's stock-backend phase) ***")
-        return
+    About two minutes here, five in the native backend's emulated VM."""
     t0 = time.time()
     cl = Cluster(1000)
     try:

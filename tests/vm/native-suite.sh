@@ -4,8 +4,6 @@
 set -u
 cd "$(dirname "$0")/../.."
 export XPS_BACKEND=native
-# software emulation: tests too long for it say so and do not run
-export XPS_EMULATED=1
 fail=0
 step() { printf '\n=== %s\n' "$*"; }
 
