@@ -136,9 +136,11 @@ const struct svc_kind svc_nats = {
 "on port N, every other plain Raft heartbeat of a JetStream group from the\n"
 "kernel, with the server's own answer to the identical heartbeat before it\n"
 "(docs/nats.md).  Votes, entries, catch-up, the meta group and anything\n"
-"the server has not answered just before go to the server.  Both the\n"
-"routes peers dialed (local port N) and those the server dialed (remote\n"
-"port N) are served.  No daemon.\n",
+"the server has not answered just before go to the server.  On the groups\n"
+"the server leads, every other byte-identical answer of a follower is\n"
+"dropped.  Both the routes peers dialed (local port N) and those the\n"
+"server dialed (remote port N) are served.  'xpsctl service list' shows\n"
+"the counters.  No daemon.\n",
 	.example =
 "xpsctl service nats --port 6222\n",
 	.setup = nats_setup,

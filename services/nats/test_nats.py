@@ -17,6 +17,7 @@ this host's end of the follower's veth of every byte its routes carry, reassembl
 protocol."""
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -562,6 +563,14 @@ def test_heartbeats_answered_by_the_kernel():
             raise AssertionError("answered %d, passed %d" % (answered, passed))
         eq(elections, 0, "leader elections in 12 s of steady state")
         check_leader_drops(cl, 12)
+        # the counters, as an operator sees them
+        svc = [e for e in xpsctl_in(ACCEL, "service", "list") if e["name"] == SVC]
+        eq(len(svc), 1, "service list entries named %s" % SVC)
+        m = re.match(r"running: (\d+) heartbeats answered, .* (\d+) routes cut$",
+                     svc[0]["state"])
+        if not m or not 1 <= int(m.group(1)) <= nats_stats()["answered"]:
+            raise AssertionError("service list state: %r" % svc[0]["state"])
+        eq(int(m.group(2)), 0, "routes cut")
         for s in cl.servers:
             eq(s.http("/healthz").get("status"), "ok", "/healthz of n%d" % s.i)
         eq(cl.route_trouble(), [], "route errors")
@@ -587,52 +596,44 @@ def test_heartbeats_answered_by_the_kernel():
         cl.close()
 
 
-@test
-def test_heartbeats_at_100_consumers():
-    """A hundred consumer groups and the stream: the kernel answers about
-    half of the follower's heartbeats, and no group elects a leader."""
-    cl = Cluster(100)
+def idle_cluster(consumers, least):
+    """@consumers consumer groups and the stream, idle: the kernel answers
+    at least @least of the heartbeats it passes (never more than one per
+    passed, plus one per group where the window cuts a pair), no group
+    elects a leader, the leaders' drops hold, no route breaks."""
+    t0 = time.time()
+    cl = Cluster(consumers)
     try:
+        print("    %d consumers made in %.0f s" % (consumers, time.time() - t0))
         settle(cl)
         answered, passed, elections = steady(cl, 10)
-        # the follower follows about 67 of the 101 groups: about 670
-        # heartbeats in 10 s, half of them the kernel's
         print("    kernel answered %d heartbeats in 10 s, passed %d" % (answered, passed))
-        if answered < passed / 4:
-            raise AssertionError("answered %d, passed %d" % (answered, passed))
-        if answered > passed + 101:
+        if answered < passed * least or answered > passed + consumers + 1:
             raise AssertionError("answered %d, passed %d" % (answered, passed))
         eq(elections, 0, "leader elections in 10 s of steady state")
         check_leader_drops(cl, 10)
         eq(cl.route_trouble(), [], "route errors")
     finally:
         cl.close()
+
+
+@test
+def test_heartbeats_at_100_consumers():
+    """A hundred consumer groups: the follower follows about 67 of the 101
+    groups, about 670 heartbeats in 10 s, about half of them the
+    kernel's."""
+    idle_cluster(100, 1 / 4)
 
 
 @test
 def test_heartbeats_at_1000_consumers():
     """A thousand consumer groups, the scale of the reports of idle
-    clusters burning CPU: the kernel still answers a good share of the
+    clusters burning CPU: the kernel still answers a share of the
     follower's heartbeats (the leaders batch their writes, and a segment
-    of several heartbeats is passed whole), and no group elects a leader.
-    About two minutes here, five in the native backend's emulated VM."""
-    t0 = time.time()
-    cl = Cluster(1000)
-    try:
-        print("    1,000 consumers made in %.0f s" % (time.time() - t0))
-        settle(cl)
-        answered, passed, elections = steady(cl, 10)
-        print("    kernel answered %d heartbeats in 10 s, passed %d" % (answered, passed))
-        # about 667 groups followed: about 6,670 heartbeats in 10 s
-        if answered < passed / 8:
-            raise AssertionError("answered %d, passed %d" % (answered, passed))
-        if answered > passed + 1001:
-            raise AssertionError("answered %d, passed %d" % (answered, passed))
-        eq(elections, 0, "leader elections in 10 s of steady state")
-        check_leader_drops(cl, 10)
-        eq(cl.route_trouble(), [], "route errors")
-    finally:
-        cl.close()
+    of several heartbeats is passed whole: 44% answered on this machine's
+    cores, 15% in the native backend's emulated VM).  About two minutes
+    here, five in the VM."""
+    idle_cluster(1000, 1 / 8)
 
 
 @test
