@@ -22,6 +22,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "libxps.h"
 #include "out.h"
@@ -182,6 +183,48 @@ int parse_u32(const char *s, const char *what, __u32 max, __u32 *out)
 
 /* ---- status ---------------------------------------------------------- */
 
+/* enum xps_lost_why, as "status" names the reasons */
+static const char *const lost_why[XPS_LOST_WHY_MAX] = {
+	[XPS_LOST_NO_COUNT] = "handler_no_count",
+	[XPS_LOST_FRAMING] = "framing_changed",
+	[XPS_LOST_WINDOW] = "http_window",
+	[XPS_LOST_NESTED] = "nested_run",
+	[XPS_LOST_NO_RUN] = "no_handler_run",
+	[XPS_LOST_HOOK] = "hook_lost",
+	[XPS_LOST_EG_GAP] = "egress_gap",
+	[XPS_LOST_EG_FRAME] = "egress_framing",
+	[XPS_LOST_STOCK_TX] = "stock_reply_late",
+};
+
+/*
+ * Why connections fell back to the slow path for good (docs/ordering.md),
+ * by reason, summed over CPUs: nothing when the framework is not loaded.
+ */
+static void status_lost(void)
+{
+	int fd, cpus = libbpf_num_possible_cpus(), c;
+	__u64 *per, n;
+	__u32 k;
+
+	fd = bpf_obj_get(XPS_PIN_ROOT "/xps_lost");
+	if (fd < 0)
+		return;
+	per = cpus > 0 ? calloc(cpus, sizeof(*per)) : NULL;
+	if (per) {
+		out_begin_object("connections_lost_count");
+		for (k = 0; k < XPS_LOST_WHY_MAX; k++) {
+			n = 0;
+			if (!bpf_map_lookup_elem(fd, &k, per))
+				for (c = 0; c < cpus; c++)
+					n += per[c];
+			out_u64(lost_why[k], n);
+		}
+		out_end_object();
+	}
+	free(per);
+	close(fd);
+}
+
 static int do_status(int argc, char **argv)
 {
 	struct xps_status st;
@@ -204,6 +247,8 @@ static int do_status(int argc, char **argv)
 		out_u64("enrolled_connections", st.enrolled);
 		out_bool("draining", st.draining);
 	}
+	if (st.loaded)
+		status_lost();
 	out_end_object();
 	return 0;
 }

@@ -602,7 +602,8 @@ def exp_nats(quick):
     server CPU, the two others on the client CPU.  Per second of steady
     state: busy time of the follower's CPU, the follower's context
     switches, heartbeats answered by the kernel, duplicate answers it
-    dropped on the groups the same server leads; baseline first."""
+    dropped on the groups the same server leads, the share of the
+    follower's /healthz answers that were not ok; baseline first."""
     sys.path.insert(0, os.path.join(ROOT, "services", "nats"))
     import test_nats as tn
     consumers, secs = (200, 10) if quick else (1000, 30)
@@ -628,20 +629,22 @@ def exp_nats(quick):
             st0 = tn.nats_stats() if variant == "xps" else None
             ev0 = cl.leader_events()
             c0, b0, w0 = nats_csw(pid), cpu_busy(SRV_CPU), time.time()
-            time.sleep(secs)
+            health = nats_healthz(cl.servers[tn.ACCEL], secs)
             c1, b1, w1 = nats_csw(pid), cpu_busy(SRV_CPU), time.time()
             res = {"follower_cpu_ms_per_s": (b1 - b0) * 1000.0 / HZ / (w1 - w0),
                    "follower_csw_per_s": (c1 - c0) / (w1 - w0),
-                   "leader_elections": cl.leader_events() - ev0}
+                   "leader_elections": cl.leader_events() - ev0,
+                   "healthz_not_ok_share": health[0] / max(1, health[1])}
             if st0:
                 st1 = tn.nats_stats()
                 res["heartbeats_answered_per_s"] = \
                     (st1["answered"] - st0["answered"]) / (w1 - w0)
                 res["heartbeats_passed_per_s"] = (st1["passed"] - st0["passed"]) / (w1 - w0)
                 res["answers_dropped_per_s"] = (st1["dropped"] - st0["dropped"]) / (w1 - w0)
-            say("  %-34s %-8s follower CPU %.1f ms/s, %.0f context switches/s, %d elections%s"
+            say("  %-34s %-8s follower CPU %.1f ms/s, %.0f context switches/s, %d elections, "
+                "/healthz not ok %d of %d%s"
                 % (exp, variant, res["follower_cpu_ms_per_s"], res["follower_csw_per_s"],
-                   res["leader_elections"],
+                   res["leader_elections"], health[0], health[1],
                    ", kernel answered %.0f heartbeats/s, passed %.0f/s, dropped %.0f "
                    "duplicate answers/s"
                    % (res["heartbeats_answered_per_s"], res["heartbeats_passed_per_s"],
@@ -654,6 +657,24 @@ def exp_nats(quick):
         finally:
             if cl:
                 cl.close()
+
+
+def nats_healthz(server, secs):
+    """Ask @server's /healthz every 2 s for @secs (its "current" check of
+    every group, docs/nats.md): (answers not ok, answers).  Every other
+    heartbeat answered by the kernel leaves a group up to 2 s without
+    one the server saw."""
+    bad = n = 0
+    end = time.time() + secs
+    while time.time() < end:
+        t = time.time()
+        try:
+            bad += server.http("/healthz").get("status") != "ok"
+        except (OSError, ValueError):
+            bad += 1
+        n += 1
+        time.sleep(max(0, 2 - (time.time() - t)))
+    return bad, n
 
 
 def nats_csw(pid):

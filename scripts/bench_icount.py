@@ -572,6 +572,10 @@ def exp_nats(b, quick):
                 # over the repeats and the settling, per second of all of it
                 say("  %-30s %-14s %s" % (exp, name, ", ".join(
                     "%s %d" % (k, st1[k] - st0[k]) for k in sorted(st1))))
+                # routes that fell back to the slow path, and why
+                lost = (b.g.xpsctl("status", check=False) or {}).get("connections_lost_count", {})
+                say("  %-30s %-14s connections lost count: %s" % (exp, name, ", ".join(
+                    "%s %d" % (k, v) for k, v in sorted(lost.items()) if v) or "none"))
             return per
         finally:
             cluster_down(root, procs)

@@ -262,10 +262,10 @@ static __always_inline int conn_may_answer(struct xps_conn *conn,
 }
 
 /* Bytes go to the service without a handler's count: see xps__lose_count(). */
-static __always_inline void pass_uncounted(struct xps_conn *conn)
+static __always_inline void pass_uncounted(struct xps_conn *conn, __u32 why)
 {
 	if (conn)
-		xps__lose_count(conn);
+		xps__lose_count(conn, why);
 }
 
 #endif /* __XPS_FW_DISPATCH_BPF_H */

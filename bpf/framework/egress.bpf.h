@@ -220,7 +220,7 @@ static __noinline int egress_nats(struct __sk_buff *skb, struct xps_conn *conn,
 
 	if (xps_nats_walk(skb, &conn->rp, cookie, off, end,
 			  XPS_NATS_SEEN_EGRESS))
-		xps__lose_count(conn);
+		xps__lose_count(conn, XPS_LOST_EG_FRAME);
 	nc = bpf_map_lookup_elem(&xps_nats_conns, &cookie);
 	if (nc)
 		nc->tx_ns = bpf_ktime_get_ns();
@@ -246,7 +246,7 @@ static __always_inline int egress_count(struct __sk_buff *skb,
 	end = seq + payload;
 	if ((__s32)(seq - conn->eg_seq) > 0) {
 		/* bytes were sent that egress never saw */
-		xps__lose_count(conn);
+		xps__lose_count(conn, XPS_LOST_EG_GAP);
 		return 1;
 	}
 	if ((__s32)(end - conn->eg_seq) <= 0)
@@ -268,7 +268,7 @@ static __always_inline int egress_count(struct __sk_buff *skb,
 	k = w.off;
 	bpf_loop(XPS_EG_STEPS, eg_step, &w, 0);
 	if (w.lost || w.off < w.end) {
-		xps__lose_count(conn);
+		xps__lose_count(conn, XPS_LOST_EG_FRAME);
 		return 1;
 	}
 	cap = conn->cap_reply;

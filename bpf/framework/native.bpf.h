@@ -29,7 +29,7 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 	run = run_begin(&nested);
 	if (!run) {
 		/* the hook runs with BH off: only a stale flag gets here */
-		pass_uncounted(conn);
+		pass_uncounted(conn, XPS_LOST_NESTED);
 		return XPS_PASS;
 	}
 	if (conn && cfg) {
@@ -41,7 +41,7 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 		run->family = key.family;
 	}
 	if (sub < 0) {
-		pass_uncounted(conn);
+		pass_uncounted(conn, XPS_LOST_NO_RUN);
 		xps__run_end(run);
 		return XPS_PASS;
 	}
@@ -66,7 +66,7 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 			if (bpf_core_field_exists(tp->xps_state))
 				st = tp->xps_state;
 			if (st & XPS_SK_LOST)
-				xps__lose_count(conn);
+				xps__lose_count(conn, XPS_LOST_HOOK);
 			run->write_seq = tp->write_seq;
 			run->may_consume = !(st & (XPS_SK_SEE_ONLY |
 						   XPS_SK_LOST)) &&
@@ -75,14 +75,14 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 	}
 	sub = resolve_slot(skb, run, slot);
 	if (sub < 0) {
-		pass_uncounted(conn);
+		pass_uncounted(conn, XPS_LOST_NO_RUN);
 		xps__run_end(run);
 		return XPS_PASS;
 	}
 	run->slot = sub;
 	bpf_tail_call(skb, progs, sub);
 	count_only(sub, run->start_ns, 1);
-	pass_uncounted(conn);
+	pass_uncounted(conn, XPS_LOST_NO_RUN);
 	xps__run_end(run);
 	return XPS_PASS;
 }

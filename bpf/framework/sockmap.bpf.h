@@ -112,7 +112,7 @@ int xps_stream_verdict(struct __sk_buff *skb)
 		return XPS__SK_PASS;
 	run = run_begin(&nested);
 	if (nested) {
-		pass_uncounted(conn);
+		pass_uncounted(conn, XPS_LOST_NESTED);
 		return XPS__SK_PASS;
 	}
 	if (!run)
@@ -122,7 +122,7 @@ int xps_stream_verdict(struct __sk_buff *skb)
 		return XPS__SK_PASS;
 	}
 	if (conn_slot(skb, cfg, conn) < 0) {
-		pass_uncounted(conn);
+		pass_uncounted(conn, XPS_LOST_NO_RUN);
 		xps__run_end(run);
 		return XPS__SK_PASS;
 	}
@@ -134,14 +134,14 @@ int xps_stream_verdict(struct __sk_buff *skb)
 	run->may_consume = sockmap_may_consume(skb, conn, run);
 	sub = resolve_slot(skb, run, conn->slot);
 	if (sub < 0) {
-		pass_uncounted(conn);
+		pass_uncounted(conn, XPS_LOST_NO_RUN);
 		xps__run_end(run);
 		return XPS__SK_PASS;
 	}
 	run->slot = sub;
 	bpf_tail_call(skb, &xps_progs_tcp, sub);
 	count_only(sub, run->start_ns, 1);
-	pass_uncounted(conn);
+	pass_uncounted(conn, XPS_LOST_NO_RUN);
 	xps__run_end(run);
 	return XPS__SK_PASS;
 }
@@ -238,7 +238,7 @@ int xps_msg_verdict(struct sk_msg_md *msg)
 	    ((conn->flags & XPS_CONN_UNCOUNTED) ||
 	     tp->write_seq - conn->eg_seq != conn->kr_bytes ||
 	     !xps_reply_idle(&conn->rp))) {
-		xps__lose_count(conn);
+		xps__lose_count(conn, XPS_LOST_STOCK_TX);
 		xps_nats_count(XPS_NATS_ST_CUT);
 		return SK_DROP;
 	}
@@ -299,7 +299,7 @@ int xps_msg_verdict(struct sk_msg_md *msg)
 	 * passed since are queued behind it).
 	 */
 	if (tp->write_seq - conn->eg_seq != conn->kr_bytes)
-		xps__lose_count(conn);
+		xps__lose_count(conn, XPS_LOST_STOCK_TX);
 	conn->kr_bytes += n;
 	return SK_PASS;
 }

@@ -353,6 +353,24 @@ enum xps_conn_flags {
 	XPS_CONN_RX_SEQ = 1 << 3,
 };
 
+/*
+ * Why connections lost count (XPS_CONN_UNCOUNTED): the index in the
+ * per-CPU array xps_lost, one count per loss (a connection may be counted
+ * more than once).  What "xpsctl status" shows.
+ */
+enum xps_lost_why {
+	XPS_LOST_NO_COUNT,	/* a handler passed bytes it did not count */
+	XPS_LOST_FRAMING,	/* a handler of another protocol's framing */
+	XPS_LOST_WINDOW,	/* HTTP: too many replies owed */
+	XPS_LOST_NESTED,	/* a run found another under way on its CPU */
+	XPS_LOST_NO_RUN,	/* no handler ran (no slot, a failed tail call) */
+	XPS_LOST_HOOK,		/* native: the hook said the socket is lost */
+	XPS_LOST_EG_GAP,	/* egress: bytes sent that it never saw */
+	XPS_LOST_EG_FRAME,	/* egress: a reply it cannot frame */
+	XPS_LOST_STOCK_TX,	/* stock: the service wrote before a reply */
+	XPS_LOST_WHY_MAX,
+};
+
 /* Framework-wide knobs, ARRAY index 0. */
 struct xps_config {
 	__u32 backend_tcp;	/* enum xps_backend */

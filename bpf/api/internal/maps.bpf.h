@@ -61,6 +61,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xps_conns SEC(".maps");
 
+/* Why connections lost count, by enum xps_lost_why (xpsctl status). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XPS_LOST_WHY_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xps_lost SEC(".maps");
+
 /* Backends in use, control-plane generation, unanswered writes. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

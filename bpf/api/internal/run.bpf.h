@@ -112,8 +112,12 @@ static __always_inline void xps__account(struct xps_run *run, int outcome,
  * on the slow path (docs/ordering.md).  Atomic: a nested run (see
  * run_begin() in the framework) may pass on the same connection meanwhile.
  */
-static __always_inline void xps__lose_count(struct xps_conn *conn)
+static __always_inline void xps__lose_count(struct xps_conn *conn, __u32 why)
 {
+	__u64 *n = bpf_map_lookup_elem(&xps_lost, &why);
+
+	if (n)
+		*n += 1;
 	__sync_fetch_and_or(&conn->flags, XPS_CONN_UNCOUNTED);
 }
 
@@ -132,7 +136,7 @@ static __always_inline void xps__owe(struct xps_run *run)
 	if (!conn)
 		return;
 	if (run->counted != XPS_COUNT_KNOWN || XPS_REPLY_PROTO == XPS_REPLY_NONE) {
-		xps__lose_count(conn);
+		xps__lose_count(conn, XPS_LOST_NO_COUNT);
 		return;
 	}
 	if (!run->reqs)
@@ -140,7 +144,7 @@ static __always_inline void xps__owe(struct xps_run *run)
 	/* one framing per connection (a handler swap may bring another) */
 	if (conn->rp.proto != XPS_REPLY_PROTO) {
 		if (conn->rp.proto) {
-			xps__lose_count(conn);
+			xps__lose_count(conn, XPS_LOST_FRAMING);
 			return;
 		}
 		conn->rp.proto = XPS_REPLY_PROTO;
@@ -149,7 +153,7 @@ static __always_inline void xps__owe(struct xps_run *run)
 		/* which replies have no body: a window of them outstanding */
 		if (conn->owed - conn->answered + run->reqs >
 		    XPS_NOBODY_WINDOW) {
-			xps__lose_count(conn);
+			xps__lose_count(conn, XPS_LOST_WINDOW);
 			return;
 		}
 		for (i = 0; i < XPS_NOBODY_WINDOW; i++) {
