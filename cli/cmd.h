@@ -35,6 +35,12 @@ const struct cmd *find_cmd(const struct cmd *cmds, const char *arg);
 bool is_prefix(const char *arg, const char *full);
 int next_arg(int *argc, char ***argv, const char *opt, const char **val);
 int parse_u32(const char *s, const char *what, __u32 max, __u32 *out);
+/*
+ * Entries 0..@n-1 of the pinned per-CPU array of u64 at @path, each summed
+ * over CPUs into @sums (an entry that cannot be read counts 0).  0 or a
+ * negative errno.
+ */
+int percpu_sums(const char *path, __u64 *sums, __u32 n);
 int lib_err(const char *what, int err);
 /* Print a usage text on stdout; refused in JSON mode. */
 int print_usage(const char *text);

@@ -196,33 +196,47 @@ static const char *const lost_why[XPS_LOST_WHY_MAX] = {
 	[XPS_LOST_STOCK_TX] = "stock_reply_late",
 };
 
+int percpu_sums(const char *path, __u64 *sums, __u32 n)
+{
+	int fd, cpus = libbpf_num_possible_cpus(), c, err = 0;
+	__u64 *per = NULL;
+	__u32 k;
+
+	memset(sums, 0, n * sizeof(*sums));
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	if (cpus < 1 || !(per = calloc(cpus, sizeof(*per)))) {
+		err = cpus < 1 ? cpus : -ENOMEM;
+		goto out;
+	}
+	for (k = 0; k < n; k++) {
+		if (bpf_map_lookup_elem(fd, &k, per))
+			continue;
+		for (c = 0; c < cpus; c++)
+			sums[k] += per[c];
+	}
+out:
+	free(per);
+	close(fd);
+	return err;
+}
+
 /*
  * Why connections fell back to the slow path for good (docs/ordering.md),
- * by reason, summed over CPUs: nothing when the framework is not loaded.
+ * by reason, summed over CPUs: nothing when they cannot be read.
  */
 static void status_lost(void)
 {
-	int fd, cpus = libbpf_num_possible_cpus(), c;
-	__u64 *per, n;
+	__u64 n[XPS_LOST_WHY_MAX];
 	__u32 k;
 
-	fd = bpf_obj_get(XPS_PIN_ROOT "/xps_lost");
-	if (fd < 0)
+	if (percpu_sums(XPS_PIN_ROOT "/xps_lost", n, XPS_LOST_WHY_MAX))
 		return;
-	per = cpus > 0 ? calloc(cpus, sizeof(*per)) : NULL;
-	if (per) {
-		out_begin_object("connections_lost_count");
-		for (k = 0; k < XPS_LOST_WHY_MAX; k++) {
-			n = 0;
-			if (!bpf_map_lookup_elem(fd, &k, per))
-				for (c = 0; c < cpus; c++)
-					n += per[c];
-			out_u64(lost_why[k], n);
-		}
-		out_end_object();
-	}
-	free(per);
-	close(fd);
+	out_begin_object("connections_lost_count");
+	for (k = 0; k < XPS_LOST_WHY_MAX; k++)
+		out_u64(lost_why[k], n[k]);
+	out_end_object();
 }
 
 static int do_status(int argc, char **argv)

@@ -8,13 +8,9 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include <xps/nats.h>
 
 #include "cmd.h"
@@ -83,23 +79,16 @@ fail:
  */
 static void nats_health(const char *name, pid_t pid, char *buf, size_t n)
 {
-	__u64 v[XPS_NATS_ST_MAX] = {}, *per = NULL;
-	int fd, cpus = libbpf_num_possible_cpus(), c;
-	__u32 k;
+	__u64 v[XPS_NATS_ST_MAX];
+	int err;
 
 	(void)name;
 	(void)pid;
-	fd = bpf_obj_get(XPS_PIN_ROOT "/xps_nats_stats");
-	if (fd < 0 || cpus < 1 || !(per = calloc(cpus, sizeof(*per)))) {
+	err = percpu_sums(XPS_PIN_ROOT "/xps_nats_stats", v, XPS_NATS_ST_MAX);
+	if (err) {
 		snprintf(buf, n, "running (counters unreadable: %s)",
-			 strerror(fd < 0 ? errno : ENOMEM));
-		goto out;
-	}
-	for (k = 0; k < XPS_NATS_ST_MAX; k++) {
-		if (bpf_map_lookup_elem(fd, &k, per))
-			continue;
-		for (c = 0; c < cpus; c++)
-			v[k] += per[c];
+			 strerror(-err));
+		return;
 	}
 	snprintf(buf, n,
 		 "running: %llu heartbeats answered, %llu passed, %llu answers learned, %llu duplicate answers dropped, %llu group resets, %llu full resets, %llu routes cut",
@@ -110,10 +99,6 @@ static void nats_health(const char *name, pid_t pid, char *buf, size_t n)
 		 (unsigned long long)v[XPS_NATS_ST_BUMPS],
 		 (unsigned long long)v[XPS_NATS_ST_EPOCHS],
 		 (unsigned long long)v[XPS_NATS_ST_CUT]);
-out:
-	free(per);
-	if (fd >= 0)
-		close(fd);
 }
 
 static const struct svc_opt nats_opts[] = {
