@@ -3,7 +3,8 @@
  * What one GET costs the Redis and memcached handlers, and one blocked
  * POST the HTTP method filter; and, beside them, what a request they pass
  * costs (redis-set, mc-set: a SET of the cached key; http-get: a GET
- * nginx serves), measured with BPF_PROG_TEST_RUN (no PMU
+ * nginx serves; nats-hb, nats-hbs: one heartbeat of a NATS route, and
+ * two in one segment, of a group with no state yet), measured with BPF_PROG_TEST_RUN (no PMU
  * needed): the handler object is loaded on its own (no context, nothing
  * pinned), one 32-byte key is cached with a 128-byte value (POST blocked
  * with 405 for the filter), and one request segment (a GET; wrk's POST of
@@ -22,7 +23,8 @@
  * The reply is checked byte for byte: a handler that stopped answering
  * would otherwise look cheap (-x skips the check, for handlers trimmed by
  * hand to see what a part costs).  -s measures only the handler NAME
- * (redis, memcached, http, redis-set, mc-set, http-get), for a profile of one.  -b 2 only loads the handlers as the
+ * (redis, memcached, http, redis-set, mc-set, http-get, nats-hb,
+ * nats-hbs), for a profile of one.  -b 2 only loads the handlers as the
  * stock TCP backend would (enum xps_backend), for their verifier counts.
  */
 #include <errno.h>
@@ -39,6 +41,7 @@
 #include <xps/abi.h>
 
 #include <xps/kvcache.h>
+#include <xps/nats.h>
 #include <time.h>
 
 #include <xps/http_filter.h>
@@ -58,7 +61,7 @@ struct bench_req {
 struct loaded {
 	struct bpf_object *handler, *entry;
 	int full, base;		/* entry program fds */
-	int data;		/* the handler's data map */
+	int data;		/* the handler's data map (-1: none, NATS) */
 	unsigned long verified;	/* the verifier's processed instructions */
 };
 
@@ -188,7 +191,7 @@ static int load(struct loaded *l, const char *path, const char *entry_path)
 		return -errno;
 	m = bpf_object__find_map_by_name(l->entry, "xps_run");
 	fd = bpf_object__find_map_fd_by_name(l->handler, "xps_run");
-	if (!m || fd < 0 || l->data < 0)
+	if (!m || fd < 0)
 		return -ENOENT;
 	err = bpf_map__reuse_fd(m, fd);
 	if (!err)
@@ -404,6 +407,45 @@ static int http_reply(char *b, const char *key, const char *val)
 	return n;
 }
 
+/* ---- NATS routes: heartbeats the handler passes (no state learned) -- */
+
+#define NATS_HB_LINE	"RMSG $SYS $NRG.AE.C-R3M-Ad8kXbFk $NRG.R.5vYhzqHk 42\r\n"
+
+static int nats_fill(struct loaded *l, const char *key, const char *val)
+{
+	struct xps_nats_conn c = {};
+	__u64 cookie = 1;
+	int fd = bpf_object__find_map_fd_by_name(l->handler, "xps_nats_conns");
+
+	return fd < 0 ? -1 : bpf_map_update_elem(fd, &cookie, &c, BPF_ANY);
+}
+
+/* One heartbeat: 42 bytes, leader id, term 3, commit 0, pterm 3, pindex 9. */
+static int nats_hb(char *b)
+{
+	static const __u8 ae[XPS_NATS_AE_LEN] = {
+		'l', 'e', 'a', 'd', 'e', 'r', '0', '1', 3, [24] = 3, [32] = 9,
+	};
+	int n = sprintf(b, NATS_HB_LINE);
+
+	memcpy(b + n, ae, sizeof(ae));
+	memcpy(b + n + sizeof(ae), "\r\n", 2);
+	return n + sizeof(ae) + 2;
+}
+
+static int nats_hb_request(char *b, const char *key)
+{
+	return nats_hb(b);
+}
+
+/* Two heartbeats in one segment: the walk frames both. */
+static int nats_hbs_request(char *b, const char *key)
+{
+	int n = nats_hb(b);
+
+	return n + nats_hb(b + n);
+}
+
 static const struct service services[] = {
 	{ "redis", "redis.bpf.o", kv_fill, redis_request, redis_reply, -1 },
 	{ "memcached", "memcached.bpf.o", kv_fill, mc_request, mc_reply, -1 },
@@ -415,6 +457,8 @@ static const struct service services[] = {
 	{ "mc-set", "memcached.bpf.o", kv_fill, mc_set_request, NULL, -1 },
 	{ "http-get", "http_filter.bpf.o", http_fill, http_get_request, NULL,
 	  -1 },
+	{ "nats-hb", "nats.bpf.o", nats_fill, nats_hb_request, NULL, -1 },
+	{ "nats-hbs", "nats.bpf.o", nats_fill, nats_hbs_request, NULL, -1 },
 };
 
 static int measure(const struct service *s, const char *dir,
@@ -511,7 +555,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (only && i == sizeof(services) / sizeof(services[0])) {
-		fprintf(stderr, "%s: no handler '%s' (redis, memcached, http, redis-set, mc-set, http-get)\n",
+		fprintf(stderr, "%s: no handler '%s' (redis, memcached, http, redis-set, mc-set, http-get, nats-hb, nats-hbs)\n",
 			argv[0], only);
 		err = 2;
 	}

@@ -8,6 +8,8 @@
 #ifndef __XPS_LINES_BPF_H
 #define __XPS_LINES_BPF_H
 
+#include "proto/lanes.bpf.h"
+
 /* xps_conn_hstate.flags bit: the last segment ended inside a line. */
 #define XPS_LINES_MID		(1U << 31)
 #define XPS_LINES_WIN		64
@@ -27,16 +29,14 @@ struct xps__lines {
 };
 
 /*
- * The '\n' bytes of an 8-byte word, without a branch: x has a zero byte
- * where w has '\n'; the classic zero-byte test sets the top bit of
- * exactly those bytes, and the multiply adds the bits up in the top byte.
- * Branch-free, so the verifier walks the window once, not once per byte.
+ * The '\n' bytes of an 8-byte word, without a branch: the lanes where
+ * w has '\n' (xps_lanes_zero(), exact), added up in the top byte by the
+ * multiply.  Branch-free, so the verifier walks the window once, not
+ * once per byte.
  */
 static __always_inline __u32 xps__nl_in_word(__u64 w)
 {
-	const __u64 lo7 = 0x7f7f7f7f7f7f7f7fULL;
-	__u64 x = w ^ 0x0a0a0a0a0a0a0a0aULL;
-	__u64 t = ~(((x & lo7) + lo7) | x | lo7);
+	__u64 t = xps_lanes_zero(w ^ XPS__W8('\n'));
 
 	return (__u32)(((t >> 7) * 0x0101010101010101ULL) >> 56);
 }

@@ -100,7 +100,8 @@ static __always_inline __u64 xps_nats_group_stamp(__u64 group)
 #define XPS_NATS_PFX_R		"$NRG.R."
 #define XPS_NATS_META		"$NRG.AE._meta_"
 #define XPS__NATS_IS(nb, i, s, exact)					\
-	xps_nats_arg_is((nb), (i), s, sizeof(s) - 1, (exact))
+	xps_nats_arg_is((nb), (i), XPS_PACK(s, 0), XPS_PACK(s, 1),	\
+			sizeof(s) - 1, (exact))
 
 /*
  * The @n bytes at @ao of @a are those at @bo of @b; both buffers hold
@@ -123,12 +124,34 @@ static __always_inline int xps_nats_same_span(const __u8 *a, __u32 ao,
 	return 1;
 }
 
+/*
+ * @n bytes (a multiple of 8) of a message to @dst, zero from byte @len
+ * on: what follows the message in @src is not part of it.  Both buffers
+ * are 8-byte aligned.
+ */
+static __always_inline void xps_nats_copy_msg(__u8 *dst, const __u8 *src,
+					      __u32 len, __u32 n)
+{
+	const __u64 *s = (const __u64 *)(const void *)src;
+	__u64 *d = (__u64 *)(void *)dst, w;
+	__u32 j;
+
+	for (j = 0; j < n / 8; j++) {
+		w = s[j];
+		if (j * 8 >= len)
+			w = 0;
+		else if (len - j * 8 < 8)
+			w &= XPS__NATS_LOW(len - j * 8);
+		d[j] = w;
+	}
+}
+
 /* Hash of the line's account (argument 0) and argument @i from @from. */
 static __always_inline __u64 xps_nats_key(const struct xps_nats_buf *nb,
 					  __u32 i, __u32 from)
 {
 	return xps_nats_hash(nb, i, from, xps_nats_hash(nb, 0, 0,
-							XPS_NATS_FNV_OFF));
+							XPS_NATS_HASH_SEED));
 }
 
 /*
@@ -223,7 +246,7 @@ static __always_inline void xps_nats_ack_passed(const struct xps_nats_buf *nb,
 	struct xps_nats_hb_key key = { .cookie = cookie };
 	struct xps_nats_scratch *sc;
 	struct xps_nats_ack *a;
-	__u32 zero = 0, len = nb->l.msg_len, i;
+	__u32 zero = 0, len = nb->l.msg_len;
 
 	key.inbox = xps_nats_key(nb, 1, 0);
 	a = bpf_map_lookup_elem(&xps_nats_acks, &key);
@@ -247,11 +270,7 @@ static __always_inline void xps_nats_ack_passed(const struct xps_nats_buf *nb,
 			return;
 	}
 	_Static_assert(XPS_NATS_REPLY_MAX <= XPS_NATS_LINE_MAX, "msg from nb");
-	__builtin_memcpy(a->msg, nb->b, XPS_NATS_REPLY_MAX);
-	/* what follows the message in nb is not part of it */
-	for (i = 0; i < XPS_NATS_REPLY_MAX; i++)
-		if (i >= len)
-			a->msg[i] = 0;
+	xps_nats_copy_msg(a->msg, nb->b, len, XPS_NATS_REPLY_MAX);
 	a->len = len;
 	a->dropped = 0;
 	a->passed_ns = now;
@@ -267,7 +286,7 @@ static __always_inline void xps_nats_passed(const struct xps_nats_buf *nb,
 	struct xps_nats_hb_key key = { .cookie = cookie };
 	struct xps_nats_scratch *sc;
 	struct xps_nats_hb *e;
-	__u32 zero = 0, len = nb->l.msg_len, i;
+	__u32 zero = 0, len = nb->l.msg_len;
 	__u64 group, gstamp, epoch;
 
 	key.inbox = xps_nats_key(nb, 2, 0);
@@ -299,11 +318,7 @@ static __always_inline void xps_nats_passed(const struct xps_nats_buf *nb,
 	e->gstamp = gstamp;
 	e->epoch = epoch;
 	_Static_assert(XPS_NATS_HB_MAX <= XPS_NATS_LINE_MAX, "hb from nb");
-	__builtin_memcpy(e->hb, nb->b, XPS_NATS_HB_MAX);
-	/* what follows the message in nb is not part of it (same_hb()) */
-	for (i = 0; i < XPS_NATS_HB_MAX; i++)
-		if (i >= len)
-			e->hb[i] = 0;
+	xps_nats_copy_msg(e->hb, nb->b, len, XPS_NATS_HB_MAX);
 	e->hb_len = len;
 	e->inbox_off = nb->l.arg[2].off;
 	e->inbox_len = nb->l.arg[2].len;

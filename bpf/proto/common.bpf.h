@@ -102,6 +102,8 @@ static inline __attribute__((always_inline, unused)) __u32 xps__idx(__u32 i)
 #define XPS_IDX(i)		xps__idx((__u32)(i))
 #define XPS_AT(buf, i)		((buf)[XPS_IDX(i)])
 
+#include "lanes.bpf.h"
+
 /*
  * The scratch buffer as global functions take it: a pointer to a sized
  * type, so that the verifier knows the XPS_SCRATCH bytes behind it.  The

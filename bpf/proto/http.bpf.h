@@ -123,16 +123,8 @@ XPS_INLINE __u64 xps__inset(__u64 c, __u64 w0, __u64 w1)
  * (header-name bytes, the value of a header the parser does not track,
  * Host value bytes, the usual end of the request line) in one bpf_loop()
  * iteration, and keep the byte-at-a-time state machine for the rest.
- * Byte masks: 0x80 in each byte lane where the test holds, lane 0 the
- * byte at the lowest address (little-endian loads).
+ * Byte masks as in lanes.bpf.h (XPS__W8, xps_lanes_lead()).
  */
-#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "the HTTP parser's word scans assume little-endian loads"
-#endif
-#define XPS__W8(x)	(0x0101010101010101ULL * (__u8)(x))
-#define XPS__W80	XPS__W8(0x80)
-#define XPS__W7F	XPS__W8(0x7f)
-
 /* The 8 bytes at buf[q]; the caller knows q + 8 <= len <= XPS_SCRATCH. */
 XPS_INLINE __u64 xps_http__w64(const struct xps_buf *buf, __u32 q)
 {
@@ -158,23 +150,12 @@ XPS_INLINE __u64 xps_http__in(__u64 x, __u8 lo, __u8 hi)
 }
 
 /* Lanes of w equal to c.  Exact up to the first such lane, which is all
- * xps_http__lead() looks at. */
+ * xps_lanes_lead() looks at. */
 XPS_INLINE __u64 xps_http__eq(__u64 w, __u8 c)
 {
 	__u64 v = w ^ XPS__W8(c);
 
 	return (v - XPS__W8(1)) & ~v & XPS__W80;
-}
-
-/* Lanes before the first one set in @bad (8: none set). */
-XPS_INLINE __u64 xps_http__lead(__u64 bad)
-{
-	__u64 low = bad & (~bad + 1);
-
-	if (!bad)
-		return 8;
-	/* low >> 7 is 1 << 8j: the multiply puts j in the top byte */
-	return ((low >> 7) * 0x0001020304050607ULL) >> 56;
 }
 
 /* Header-name bytes (XPS__NAME0/1) of w, as lanes. */
@@ -280,7 +261,7 @@ XPS_CALLBACK long xps_http__lbyte(__u64 idx, void *vx)
 	if (q + 8 <= lim) {
 		__u64 w = xps_http__w64(buf, q), k, x7, sl, dot, lanes;
 
-		k = xps_http__lead(~xps_http__uri_lanes(w) & XPS__W80);
+		k = xps_lanes_lead(~xps_http__uri_lanes(w) & XPS__W80);
 		if (k) {
 			lanes = k == 8 ? ~0ULL : (1ULL << (8 * k)) - 1;
 			x7 = w & XPS__W7F;
@@ -488,7 +469,7 @@ XPS_CALLBACK long xps_http__hbyte(__u64 idx, void *vx)
 				       XPS__W80;
 			else
 				good = 0;
-			k = xps_http__lead(~good & XPS__W80);
+			k = xps_lanes_lead(~good & XPS__W80);
 			if (f & 1) {
 				/* names: lower case, shifted into hi:lo */
 				if (k == 8) {

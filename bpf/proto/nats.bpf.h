@@ -16,7 +16,8 @@
  * The framing is a byte-at-a-time state machine over struct xps_reply
  * (include/xps/abi.h), no buffer: egress feeds it every byte a route
  * sends, the NATS handler every byte it receives, each split anywhere.
- * xps_nats_line() reads one whole line from a buffer.  Compiled for BPF
+ * xps_nats_line() reads one whole line from a buffer, eight bytes at a
+ * time.  Compiled for BPF
  * and for the host (tests/unit/test_reply.c, test_nats.c).
  */
 /* the framing primitives first (reply.bpf.h includes this file) */
@@ -162,63 +163,134 @@ struct xps_nats_line {
 
 /* A line, its bytes first: what global functions take. */
 struct xps_nats_buf {
-	__u8 b[XPS_NATS_LINE_MAX];
+	__u8 b[XPS_NATS_LINE_MAX] __attribute__((aligned(8)));	/* words */
 	struct xps_nats_line l;
 };
 
+/*
+ * The line reader takes eight bytes at a time: per word, the lanes
+ * (lanes.bpf.h) of the separators (' ', '\t', '\r', and every lane from
+ * the '\n' on) give where tokens start and end, and only those events
+ * cost more than the word.  What it reads is what the byte machine above
+ * frames, byte for byte (tests/unit/test_reply.c compares the two over
+ * random lines): the operation is the token at byte 0 (a line that starts
+ * with a separator has none), the size is the last argument's value.
+ */
 struct xps__nats_lw {
 	struct xps_nats_buf *nb;
-	struct xps_reply r;
-	__u32 len;
-	__u32 in_arg;
+	__u64 carry;		/* 0x80: the byte before the word separates */
+	__u32 len;		/* bytes loaded */
+	__u32 end;		/* the '\n' */
+	__u32 tok;		/* where the current token started */
+	__u32 op_len;		/* the token at byte 0 */
+	__u32 last_off;		/* the last argument */
+	__u32 last_len;
 	int res;
 };
 
-XPS_CALLBACK long xps__nats_line_step(__u64 i, void *ctx)
+/* Separator lanes of @w: ' ', '\t', '\r'. */
+XPS_INLINE __u64 xps__nats_sep_lanes(__u64 w)
+{
+	return (xps_lanes_zero(w ^ XPS__W8(' ')) |
+		xps_lanes_zero(w ^ XPS__W8('\t')) |
+		xps_lanes_zero(w ^ XPS__W8('\r'))) & XPS__W80;
+}
+
+/*
+ * The 8 bytes of nb->b at @p (p < XPS_NATS_LINE_MAX), any alignment:
+ * loaded whole (x86 BPF allows it; the bytes past the line are the
+ * struct's own).
+ */
+XPS_INLINE __u64 xps__nats_at(const struct xps_nats_buf *nb, __u32 p)
+{
+	__u64 w;
+
+	p &= XPS_NATS_LINE_MAX - 1;
+#if defined(__bpf__)
+	w = *(const __u64 *)(const void *)&nb->b[p];
+#else
+	__builtin_memcpy(&w, &nb->b[p], 8);
+#endif
+	return w;
+}
+
+/* The @n (< 8) low bytes of a word. */
+#define XPS__NATS_LOW(n)	((1ULL << ((n) * 8)) - 1)
+
+/* A token ends at @e: the operation, or the next argument. */
+XPS_INLINE void xps__nats_tok_end(struct xps__nats_lw *w, __u32 e)
+{
+	struct xps_nats_line *l = &w->nb->l;
+	__u32 s = w->tok, n;
+
+	if (s == 0) {
+		w->op_len = e;
+		return;
+	}
+	n = l->nargs++;
+	if (n < XPS_NATS_ARGS) {
+		l->arg[n].off = s;
+		l->arg[n].len = e - s;
+	}
+	w->last_off = s;
+	w->last_len = e - s;
+}
+
+XPS_CALLBACK long xps__nats_word_step(__u64 i, void *ctx)
 {
 	struct xps__nats_lw *w = ctx;
-	struct xps_nats_line *l = &w->nb->l;
-	__u32 n;
-	__u8 c;
-	int r;
+	__u64 b, nl, sep, prev, starts, m;
+	__u32 q = i * 8, k, lane;
 
-	if (i >= w->len || i >= XPS_NATS_LINE_MAX)
-		return 1;
-	c = w->nb->b[i & (XPS_NATS_LINE_MAX - 1)];
-	r = xps__nats_byte(&w->r, c);
-	if (r == XPS_RB_ERR) {
-		w->res = -1;
-		return 1;
+	if (i >= XPS_NATS_LINE_MAX / 8 || q >= w->len)
+		return 1;		/* no '\n' in the bytes given */
+	b = xps__nats_at(w->nb, q);
+	nl = xps_lanes_zero(b ^ XPS__W8('\n'));
+	if (w->len - q < 8)		/* lanes past the bytes given */
+		nl &= XPS__NATS_LOW(w->len - q);
+	sep = xps__nats_sep_lanes(b);
+	if (nl)				/* the first '\n' and every lane after */
+		sep |= XPS__W80 << (xps_lanes_lead(nl) * 8);
+	prev = (sep << 8) | w->carry;	/* lanes whose previous byte separates */
+	starts = ~sep & prev & XPS__W80;
+	m = starts | (sep & ~prev & XPS__W80);
+	w->carry = (sep >> 56) & 0x80;
+	/* the events in lane order: a token starts, a token ends */
+	for (k = 0; k < 8 && m; k++) {
+		lane = xps_lanes_lead(m);
+		if ((starts >> (lane * 8)) & 0x80)
+			w->tok = q + lane;
+		else
+			xps__nats_tok_end(w, q + lane);
+		m &= m - 1;
 	}
-	if (w->r.st == XPS_NATS_R_ARGS && (w->r.flags & XPS_NATS_R_TOK)) {
-		if (!w->in_arg) {
-			/* arguments past XPS_NATS_ARGS are counted, not kept */
-			w->in_arg = 1;
-			n = l->nargs++;
-			if (n < XPS_NATS_ARGS) {
-				l->arg[n].off = i;
-				l->arg[n].len = 0;
-			}
-		}
-		n = l->nargs - 1;
-		if (n < XPS_NATS_ARGS)
-			l->arg[n].len++;
-	} else {
-		w->in_arg = 0;
-	}
-	if (c != '\n')
+	if (!nl)
 		return 0;
-	l->len = i + 1;
-	l->op = w->r.aux;
-	if (r == XPS_RB_DONE) {
-		l->msg_len = l->len;
-		l->size = 0;
-	} else {
-		l->size = w->r.pending;
-		l->msg_len = l->len + l->size + 2;
-	}
+	w->end = q + xps_lanes_lead(nl);
 	w->res = 1;
 	return 1;
+}
+
+/* The value of the digits at nb->b[off], @len of them; NOSIZE if not. */
+XPS_INLINE __u32 xps__nats_size(const struct xps_nats_buf *nb, __u32 off,
+				__u32 len)
+{
+	__u64 num = 0;
+	__u32 k;
+	__u8 c;
+
+	if (!len)
+		return XPS_NATS_NOSIZE;
+	for (k = 0; k < XPS_NATS_LINE_MAX; k++) {
+		if (k >= len)
+			break;
+		c = nb->b[(off + k) & (XPS_NATS_LINE_MAX - 1)];
+		/* as the byte machine: no digit is taken past the limit */
+		if (c < '0' || c > '9' || num > XPS_NATS_PAYLOAD_MAX)
+			return XPS_NATS_NOSIZE;
+		num = num * 10 + (c - '0');
+	}
+	return (__u32)num;
 }
 
 /*
@@ -228,65 +300,94 @@ XPS_CALLBACK long xps__nats_line_step(__u64 i, void *ctx)
  */
 XPS_GLOBAL int xps_nats_line(struct xps_nats_buf *nb, __u32 len)
 {
-	struct xps__nats_lw w = {};
+	struct xps__nats_lw w = { .carry = 0x80 };
+	struct xps_nats_line *l;
+	__u64 op = 0;
 
 	if (!nb)
 		return -1;
-	__builtin_memset(&nb->l, 0, sizeof(nb->l));
+	l = &nb->l;
+	__builtin_memset(l, 0, sizeof(*l));
 	w.nb = nb;
 	w.len = len < XPS_NATS_LINE_MAX ? len : XPS_NATS_LINE_MAX;
-	w.r.proto = XPS_REPLY_NATS;
-	XPS_LOOP(XPS_NATS_LINE_MAX, xps__nats_line_step, &w);
-	return w.res;
+	XPS_LOOP(XPS_NATS_LINE_MAX / 8, xps__nats_word_step, &w);
+	if (w.res != 1)
+		return 0;
+	l->len = w.end + 1;
+	if (w.op_len >= 3 && w.op_len <= 4) {
+		/* upper-cased, as the byte machine packs it */
+		op = xps__nats_at(nb, 0) & XPS__W8(0xdf) &
+		     XPS__NATS_LOW(w.op_len);
+	}
+	l->op = xps__nats_op(op, w.op_len);
+	if (l->op == XPS_NATS_OP_LINE) {
+		l->msg_len = l->len;
+		return 1;
+	}
+	l->size = xps__nats_size(nb, w.last_off, w.last_len);
+	if (l->size == XPS_NATS_NOSIZE || l->size > XPS_NATS_PAYLOAD_MAX)
+		return -1;		/* the server closes the route */
+	l->msg_len = l->len + l->size + 2;
+	return 1;
 }
 
-/* Whether argument @i of nb->l starts with the @n bytes of @pfx. */
+/*
+ * Whether argument @i of nb->l starts with the @n (<= 16) bytes packed in
+ * @w0, @w1 (XPS_PACK()), or is exactly them.
+ */
 XPS_INLINE int xps_nats_arg_is(const struct xps_nats_buf *nb, __u32 i,
-			       const char *pfx, __u32 n, int exact)
+			       __u64 w0, __u64 w1, __u32 n, int exact)
 {
-	__u32 off, k;
+	__u32 off;
 
 	if (i >= XPS_NATS_ARGS || i >= nb->l.nargs)
 		return 0;
 	off = nb->l.arg[i].off;
 	if (nb->l.arg[i].len < n || (exact && nb->l.arg[i].len != n))
 		return 0;
-	for (k = 0; k < 16; k++) {
-		if (k >= n)
-			break;
-		if (nb->b[(off + k) & (XPS_NATS_LINE_MAX - 1)] != (__u8)pfx[k])
-			return 0;
-	}
-	return 1;
+	if (n < 8)
+		return (xps__nats_at(nb, off) & XPS__NATS_LOW(n)) == w0;
+	if (xps__nats_at(nb, off) != w0)
+		return 0;
+	if (n < 16)
+		return (xps__nats_at(nb, off + 8) & XPS__NATS_LOW(n - 8)) == w1;
+	return xps__nats_at(nb, off + 8) == w1;
 }
 
 /*
- * FNV-1a over argument @i of nb->l from byte @from, after @seed: the keys
- * of the heartbeat state (a group's name, a reply subject).
+ * A hash of argument @i of nb->l from byte @from, after @seed, eight bytes
+ * a step: the keys of the heartbeat state (a group's name, a reply
+ * subject).  Only the kernel computes them, and a collision only ever
+ * drops state: every answer is checked byte for byte (docs/nats.md).
  */
-#define XPS_NATS_FNV_OFF	0xcbf29ce484222325ULL
-#define XPS_NATS_FNV_PRIME	0x100000001b3ULL
+#define XPS_NATS_HASH_SEED	0xcbf29ce484222325ULL
+#define XPS_NATS_HASH_MUL	0x9e3779b97f4a7c15ULL
 
 XPS_GLOBAL __u64 xps_nats_hash(const struct xps_nats_buf *nb, __u32 i,
 			       __u32 from, __u64 seed)
 {
-	__u64 h = seed;
+	__u64 h = seed, w;
 	__u32 off, len, k;
 
 	if (!nb || i >= XPS_NATS_ARGS)
 		return h;
 	off = nb->l.arg[i].off;
 	len = nb->l.arg[i].len;
-	for (k = 0; k < XPS_NATS_LINE_MAX; k++) {
-		if (from + k >= len)
+	if (from > len)
+		from = len;
+	off += from;
+	len -= from;
+	for (k = 0; k < XPS_NATS_LINE_MAX; k += 8) {
+		if (k >= len)
 			break;
-		h ^= nb->b[(off + from + k) & (XPS_NATS_LINE_MAX - 1)];
-		h *= XPS_NATS_FNV_PRIME;
+		w = xps__nats_at(nb, off + k);
+		if (len - k < 8)
+			w &= XPS__NATS_LOW(len - k);
+		h = (h ^ w) * XPS_NATS_HASH_MUL;
+		h ^= h >> 29;
 	}
-	/* a separator, so that "ab"+"c" and "a"+"bc" differ */
-	h ^= ' ';
-	h *= XPS_NATS_FNV_PRIME;
-	return h;
+	/* the length, so that "ab"+"c" and "a"+"bc" differ */
+	return (h ^ len) * XPS_NATS_HASH_MUL;
 }
 
 #endif /* __XPS_PROTO_NATS_BPF_H */

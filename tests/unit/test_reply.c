@@ -92,6 +92,137 @@ static void check_err(const char *desc, int proto, const char *bytes,
 	check_case(&c, 0, NULL);
 }
 
+/*
+ * NATS: xps_nats_line() reads a line eight bytes at a time; the byte
+ * machine (xps_reply_byte()) frames the same bytes one at a time, and is
+ * what the walk falls back to.  Over random lines the two must agree on
+ * whether there is a line, where it and its message end, the operation,
+ * and the arguments (here split the plain way: runs of bytes other than
+ * ' ', '\t', '\r').
+ */
+static __u64 rng_state = 0x9e3779b97f4a7c15ULL;
+
+static __u32 rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (__u32)(rng_state >> 16);
+}
+
+/* A line to read: random bytes, or a route message's line bent a little. */
+static __u32 nats_random_line(__u8 *b)
+{
+	static const char alpha[] = "  \t\r\n\n0123456789RMSGPUBHLrmsgpubhl$.+|_*>";
+	static const char *const ops[] = {
+		"RMSG", "rmsg", "RmSg", "MSG", "PUB", "HPUB", "HMSG", "LMSG",
+		"PING", "RS+", "INFO", "RMSGX", "PU", "",
+	};
+	static const char *const sizes[] = {
+		"42", "25", "0", "007", "67108864", "67108865", "99999999999",
+		"4x", "", "0000000000000000000000000000000000000000000012",
+	};
+	__u32 n = rng() % (XPS_NATS_LINE_MAX + 1), i, k;
+	char line[512];
+	int w;
+
+	if (rng() % 3 == 0) {
+		for (i = 0; i < n; i++)
+			b[i] = rng() % 8 ? (__u8)alpha[rng() % (sizeof(alpha) - 1)]
+					  : (__u8)rng();
+		return n;
+	}
+	w = snprintf(line, sizeof(line), "%s%s", rng() % 8 ? "" : " ",
+		     ops[rng() % (sizeof(ops) / sizeof(ops[0]))]);
+	k = rng() % 6;
+	for (i = 0; i < k; i++)
+		w += snprintf(line + w, sizeof(line) - w, "%s$NRG.%c.%.*s",
+			      rng() % 6 ? " " : (rng() % 2 ? "\t " : "  "),
+			      "ARV"[rng() % 3], (int)(rng() % 40),
+			      "C-R3M-Ad8kXbFk.5vYhzqHk.abcdefghijklmnopqrstuv");
+	w += snprintf(line + w, sizeof(line) - w, "%s%s%s",
+		      rng() % 5 ? " " : "\t",
+		      sizes[rng() % (sizeof(sizes) / sizeof(sizes[0]))],
+		      rng() % 6 ? "\r\n" : (rng() % 2 ? " \r\n" : "\n"));
+	n = (__u32)w < XPS_NATS_LINE_MAX ? (__u32)w : XPS_NATS_LINE_MAX;
+	memcpy(b, line, n);
+	/* sometimes cut short, sometimes with the next message after it */
+	if (rng() % 4 == 0)
+		n = rng() % (n + 1);
+	for (i = n; i < XPS_NATS_LINE_MAX && rng() % 2; i++)
+		b[i] = (__u8)alpha[rng() % (sizeof(alpha) - 1)];
+	return n;
+}
+
+static int nats_sep(__u8 c)
+{
+	return c == ' ' || c == '\t' || c == '\r';
+}
+
+static void check_nats_lines(int rounds)
+{
+	struct xps_nats_buf nb;
+	int r, i;
+
+	h_begin("nats: the line reader against the byte machine");
+	for (i = 0; i < rounds; i++) {
+		struct xps_reply rb = { .proto = XPS_REPLY_NATS };
+		__u32 len, nl, k, s, nargs = 0, want_msg = 0;
+		int res = XPS_RB_MORE, want, ok;
+
+		/* stale bytes past len, as the walk's buffer has them */
+		for (k = 0; k < XPS_NATS_LINE_MAX; k++)
+			nb.b[k] = (__u8)rng();
+		len = nats_random_line(nb.b);
+		r = xps_nats_line(&nb, len);
+		for (nl = 0; nl < len && nb.b[nl] != '\n'; nl++)
+			;
+		if (nl == len) {
+			CHECK(r == 0, "case %d: %d for %u bytes without '\\n'",
+			      i, r, len);
+			continue;
+		}
+		for (k = 0; k <= nl; k++)
+			res = xps_reply_byte(&rb, nb.b[k], 0);
+		if (res == XPS_RB_ERR) {
+			CHECK(r == -1, "case %d: %d, the byte machine refuses "
+			      "\"%.*s\"", i, r, (int)nl, nb.b);
+			continue;
+		}
+		want = res == XPS_RB_DONE ? XPS_NATS_OP_LINE : rb.aux;
+		want_msg = nl + 1 + (res == XPS_RB_DONE ? 0 : (__u32)rb.skip);
+		ok = r == 1 && nb.l.len == nl + 1 && nb.l.op == (__u32)want &&
+		     nb.l.msg_len == want_msg;
+		CHECK(ok, "case %d \"%.*s\": %d len %u op %u msg_len %u, "
+		      "want len %u op %d msg_len %u", i, (int)nl, nb.b, r,
+		      nb.l.len, nb.l.op, nb.l.msg_len, nl + 1, want, want_msg);
+		if (!ok)
+			continue;
+		/* the arguments: every token after the one at byte 0 */
+		for (k = 0; k < nl;) {
+			if (nats_sep(nb.b[k])) {
+				k++;
+				continue;
+			}
+			for (s = k; k < nl && !nats_sep(nb.b[k]); k++)
+				;
+			if (!s)
+				continue;
+			if (nargs < XPS_NATS_ARGS)
+				CHECK(nb.l.arg[nargs].off == s &&
+				      nb.l.arg[nargs].len == k - s,
+				      "case %d: argument %u at %u, %u bytes, "
+				      "want %u, %u", i, nargs,
+				      nb.l.arg[nargs].off,
+				      nb.l.arg[nargs].len, s, k - s);
+			nargs++;
+		}
+		CHECK(nb.l.nargs == nargs, "case %d: %u arguments, want %u",
+		      i, nb.l.nargs, nargs);
+	}
+	h_end();
+}
+
 int main(void)
 {
 	/* Redis */
@@ -228,5 +359,6 @@ int main(void)
 		  "RMSG $G foo bar\r\n", 0);
 	check_err("nats: payload beyond the server's limit", XPS_REPLY_NATS,
 		  "MSG a 1 99999999999\r\n", 0);
+	check_nats_lines(200000);
 	return h_summary("reply framing");
 }
