@@ -244,9 +244,8 @@ static __always_inline void xps_nats_ack_passed(const struct xps_nats_buf *nb,
 						int whole)
 {
 	struct xps_nats_hb_key key = { .cookie = cookie };
-	struct xps_nats_scratch *sc;
-	struct xps_nats_ack *a;
-	__u32 zero = 0, len = nb->l.msg_len;
+	struct xps_nats_ack *a, none = {};
+	__u32 len = nb->l.msg_len;
 
 	key.inbox = xps_nats_key(nb, 1, 0);
 	a = bpf_map_lookup_elem(&xps_nats_acks, &key);
@@ -256,13 +255,7 @@ static __always_inline void xps_nats_ack_passed(const struct xps_nats_buf *nb,
 		return;
 	}
 	if (!a) {
-		sc = bpf_map_lookup_elem(&xps_nats_scratch, &zero);
-		if (!sc)
-			return;
-		__builtin_memset(&sc->hb, 0, sizeof(sc->hb));
-		_Static_assert(sizeof(struct xps_nats_ack) <=
-			       sizeof(struct xps_nats_hb), "ack from hb");
-		if (bpf_map_update_elem(&xps_nats_acks, &key, &sc->hb,
+		if (bpf_map_update_elem(&xps_nats_acks, &key, &none,
 					BPF_NOEXIST))
 			return;
 		a = bpf_map_lookup_elem(&xps_nats_acks, &key);
@@ -277,20 +270,21 @@ static __always_inline void xps_nats_ack_passed(const struct xps_nats_buf *nb,
 }
 
 /*
- * A heartbeat goes to the server: its state now waits for the server's
- * answer (xps_nats_learn()).  nb holds the whole message.
+ * A heartbeat of @group (xps_nats_group_of()) goes to the server: its
+ * state now waits for the server's answer (xps_nats_learn()).  nb holds
+ * the whole message.
  */
 static __always_inline void xps_nats_passed(const struct xps_nats_buf *nb,
-					    __u64 cookie, __u64 now)
+					    __u64 cookie, __u64 now,
+					    __u64 group)
 {
 	struct xps_nats_hb_key key = { .cookie = cookie };
 	struct xps_nats_scratch *sc;
 	struct xps_nats_hb *e;
 	__u32 zero = 0, len = nb->l.msg_len;
-	__u64 group, gstamp, epoch;
+	__u64 gstamp, epoch;
 
 	key.inbox = xps_nats_key(nb, 2, 0);
-	group = xps_nats_key(nb, 1, sizeof(XPS_NATS_PFX_AE) - 1);
 	gstamp = xps_nats_group_stamp(group);
 	epoch = xps_nats_epoch_now();
 	xps_nats_count(XPS_NATS_ST_PASSED);
@@ -415,7 +409,7 @@ XPS_GLOBAL int xps_nats_line_seen(const struct xps_nats_buf *nb, __u64 cookie,
 		return 0;
 	}
 	if (!egress && whole && xps_nats_is_heartbeat(nb, nb->l.msg_len)) {
-		xps_nats_passed(nb, cookie, now);
+		xps_nats_passed(nb, cookie, now, group);
 		return 0;
 	}
 	xps_nats_group_bump(group);

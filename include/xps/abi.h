@@ -355,8 +355,8 @@ enum xps_conn_flags {
 
 /*
  * Why connections lost count (XPS_CONN_UNCOUNTED): the index in the
- * per-CPU array xps_lost, one count per loss (a connection may be counted
- * more than once).  What "xpsctl status" shows.
+ * per-CPU array xps_lost, one count per connection, under the reason it
+ * lost it for (it never gets it back).  What "xpsctl status" shows.
  */
 enum xps_lost_why {
 	XPS_LOST_NO_COUNT,	/* a handler passed bytes it did not count */

@@ -111,14 +111,20 @@ static __always_inline void xps__account(struct xps_run *run, int outcome,
  * tell when the service has answered everything, so the connection stays
  * on the slow path (docs/ordering.md).  Atomic: a nested run (see
  * run_begin() in the framework) may pass on the same connection meanwhile.
+ * xps_lost counts connections, by the reason they lost their count: only
+ * the run that set the flag counts.
  */
 static __always_inline void xps__lose_count(struct xps_conn *conn, __u32 why)
 {
-	__u64 *n = bpf_map_lookup_elem(&xps_lost, &why);
+	__u64 *n;
 
+	if ((conn->flags & XPS_CONN_UNCOUNTED) ||
+	    (__sync_fetch_and_or(&conn->flags, XPS_CONN_UNCOUNTED) &
+	     XPS_CONN_UNCOUNTED))
+		return;
+	n = bpf_map_lookup_elem(&xps_lost, &why);
 	if (n)
 		*n += 1;
-	__sync_fetch_and_or(&conn->flags, XPS_CONN_UNCOUNTED);
 }
 
 /*
