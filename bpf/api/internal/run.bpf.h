@@ -112,19 +112,17 @@ static __always_inline void xps__account(struct xps_run *run, int outcome,
  * on the slow path (docs/ordering.md).  Atomic: a nested run (see
  * run_begin() in the framework) may pass on the same connection meanwhile.
  * xps_lost counts connections, by the reason they lost their count: only
- * the run that set the flag counts.
+ * the run that set the flag adds one.
  */
 static __always_inline void xps__lose_count(struct xps_conn *conn, __u32 why)
 {
-	__u64 *n;
+	__u32 old = __sync_fetch_and_or(&conn->flags, XPS_CONN_UNCOUNTED);
+	__u64 *n = bpf_map_lookup_elem(&xps_lost, &why);
 
-	if ((conn->flags & XPS_CONN_UNCOUNTED) ||
-	    (__sync_fetch_and_or(&conn->flags, XPS_CONN_UNCOUNTED) &
-	     XPS_CONN_UNCOUNTED))
-		return;
-	n = bpf_map_lookup_elem(&xps_lost, &why);
+	/* no branch on old: every caller's paths would be walked twice */
 	if (n)
-		*n += 1;
+		*n += ((old & XPS_CONN_UNCOUNTED) ^ XPS_CONN_UNCOUNTED) /
+		      XPS_CONN_UNCOUNTED;
 }
 
 /*
