@@ -161,9 +161,10 @@ enum xps_req_flags {
 	XPS_F_CAS = 1 << 9,		/* memcached gets/gats: reply with cas */
 	XPS_F_BADKEY = 1 << 10,		/* a key the fast path must not serve
 					 * (too long, control characters) */
-	XPS_F_NOEXP = 1 << 11,		/* memcached set, exptime 0, its data
-					 * block seen ending in CRLF: stored,
-					 * the item never expires */
+	XPS_F_NOEXP = 1 << 11,		/* memcached set, add, replace or cas,
+					 * exptime 0, its data block seen
+					 * ending in CRLF: stored, the item
+					 * is the block and never expires */
 };
 
 /* A byte range of the scratch buffer. */
@@ -188,9 +189,11 @@ struct xps_kv_req {
 	/* memcached flush_all <delay> (XPS_F_DEFERRED): the delay, seconds
 	 * or, above 30 days, a unix time; 0 when it is not a number */
 	__u32 num;
-	/* Redis: argument 2 of a RESP write of three or five arguments,
-	 * all in the buffer (SET's value), and arguments 3 and 4 of one of
-	 * five (SET's EX or PX and its number); len 0 otherwise */
+	/* Redis, a RESP write whose arguments are all in the buffer: of
+	 * three or five arguments, argument 2 (SET's value) and, of five,
+	 * arguments 3 and 4 (SET's EX or PX and its number); of four,
+	 * argument 3 (SETEX's value) and argument 2 in opt[1] (its time to
+	 * live); len 0 otherwise */
 	struct xps_span val;
 	struct xps_span opt[2];
 	/* Not a result: the parsers' work area (argument spans, tokens),

@@ -496,11 +496,15 @@ XPS_GLOBAL int xps_mc__classify(const struct xps_buf *buf, __u32 len,
 		 * memcached consumes them whatever they are. */
 		req->req_len = line + (__u32)vlen + 2;
 		/*
-		 * A set that never expires, if it is stored: memcached
-		 * refuses a block not ending in CRLF and keeps the old
-		 * item, so only a CRLF seen here counts (docs/coherence.md).
+		 * A set (add, replace, cas) that never expires, if it is
+		 * stored: the item is then the data block, whatever it was
+		 * before.  memcached refuses a block not ending in CRLF and
+		 * keeps the old item, so only a CRLF seen here counts
+		 * (docs/coherence.md).  append and prepend keep what was.
 		 */
-		if (cmd == XPS_MC_SET && exp == 0 && r == XPS__MCN_OK) {
+		if ((cmd == XPS_MC_SET || cmd == XPS_MC_ADD ||
+		     cmd == XPS_MC_REPLACE || cmd == XPS_MC_CAS) && exp == 0 &&
+		    r == XPS__MCN_OK) {
 			__u64 end = (__u64)off + req->req_len;
 			__u32 cr;
 

@@ -676,9 +676,15 @@ XPS_GLOBAL int xps_redis__classify(const struct xps_buf *buf,
 	}
 	if (flags & XPS_F_ALL)
 		req->nkeys = 0;
-	else if (kind == XPS_REQ_INVALIDATE && (argc == 3 || argc == 5) &&
+	else if (kind == XPS_REQ_INVALIDATE && argc >= 3 && argc <= 5 &&
 		 done == argc && !quoted) {
-		req->val = args->a[2];
+		if (argc == 4) {
+			/* SETEX, PSETEX: <key> <time to live> <value> */
+			req->val = args->a[3];
+			req->opt[1] = args->a[2];
+		} else {
+			req->val = args->a[2];
+		}
 		if (argc == 5) {
 			req->opt[0] = args->a[3];
 			req->opt[1] = args->a[4];

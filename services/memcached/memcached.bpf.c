@@ -141,11 +141,11 @@ static __always_inline int stage_value(struct xps_kv_walk *w, __u32 i,
 }
 
 /*
- * A set of one key with exptime 0 whose data block ends in CRLF here
- * (XPS_F_NOEXP), not noreply, on a connection the handler may serve (w->learn, which the handler clears
- * within a second of a write over UDP): if memcached answers STORED, the
- * item is the data block with the set's flags and no expiry
- * (xps_kv_wt_stamp()).
+ * A set (add, replace, cas) of one key with exptime 0 whose data block
+ * ends in CRLF here (XPS_F_NOEXP), not noreply, on a connection the
+ * handler may serve (w->learn, which the handler clears within a second
+ * of a write over UDP): if memcached answers STORED, the item is the data
+ * block with the request's flags and no expiry (xps_kv_wt_stamp()).
  */
 static __always_inline int plain_set(const struct xps_kv_walk *w)
 {

@@ -160,8 +160,9 @@ def test_set_committed_by_the_kernel():
     the kernel (docs/coherence.md, "Writes committed by the kernel"): the
     next get of the key is answered by the kernel, with its flags, and
     memcached is asked nothing (no get, no me).  Its CAS is unknown, so a
-    gets goes to memcached.  A set with an expiry, a noreply set and a set
-    memcached refuses commit nothing."""
+    gets goes to memcached.  add, replace and cas answered STORED are
+    committed too.  A set with an expiry, a noreply set, and writes
+    memcached refuses (too large, NOT_STORED, EXISTS) commit nothing."""
     m = Memcached(extra=["-I", "1k", "-o", "slab_chunk_max=1024"])
     try:
         start(m)
@@ -183,6 +184,27 @@ def test_set_committed_by_the_kernel():
         eq(r.startswith(b"VALUE wt:1 1 7 ") and r.endswith(b"\r\nvalue-1\r\nEND\r\n"), True,
            "gets wt:1: %r" % r)
         eq(stats("mc")["tx"], tx, "kernel answers to a gets of a committed value")
+        # add, replace and cas answered STORED: the item is their block,
+        # committed the same way
+        cas = int(r.split(b"\r\n")[0].split()[4])
+        eq(c.call(b"add wt:add 3 0 3\r\nnew\r\n"), b"STORED\r\n", "add")
+        eq(c.call(b"replace wt:2 4 0 8\r\nreplaced\r\n"), b"STORED\r\n", "replace")
+        eq(c.call(b"cas wt:1 5 0 7 %d\r\nswapped\r\n" % cas), b"STORED\r\n", "cas")
+        for key, fl, v in ((b"wt:add", 3, b"new"), (b"wt:2", 4, b"replaced"), (b"wt:1", 5, b"swapped")):
+            tx = stats("mc")["tx"]
+            eq(c.get(key), b"VALUE %s %d %d\r\n%s\r\nEND\r\n" % (key, fl, len(v), v), "get")
+            eq(stats("mc")["tx"], tx + 1, "kernel answers to a get after its write")
+        # refused: nothing committed, and the value memcached keeps is
+        # what the next get returns
+        eq(c.call(b"add wt:add 0 0 5\r\nother\r\n"), b"NOT_STORED\r\n", "add of a key that exists")
+        eq(c.call(b"cas wt:1 0 0 5 %d\r\nstale\r\n" % cas), b"EXISTS\r\n", "cas of a changed item")
+        eq(c.call(b"replace wt:none 0 0 1\r\nx\r\n"), b"NOT_STORED\r\n", "replace of no item")
+        for key, fl, v in ((b"wt:add", 3, b"new"), (b"wt:1", 5, b"swapped")):
+            tx = stats("mc")["tx"]
+            eq(c.get(key), b"VALUE %s %d %d\r\n%s\r\nEND\r\n" % (key, fl, len(v), v),
+               "get after a refused write")
+            eq(stats("mc")["tx"], tx, "kernel answers after a refused write")
+        eq(c.get(b"wt:none"), b"END\r\n", "get after a refused replace")
         # an expiry, noreply: the request does not say everything, or no reply
         eq(c.call(b"set wt:ex 0 100 4\r\ntemp\r\n"), b"STORED\r\n", "set with exptime")
         c.s.sendall(b"set wt:nr 0 0 2 noreply\r\nnr\r\n")

@@ -87,33 +87,56 @@ static __always_inline int word2(const __u8 *in, __u32 o, char c0, char c1)
 
 /*
  * Whether the request just parsed into sc->req is a SET the kernel may
- * commit (redis_write()): "SET <key> <value>" (REDIS_TTL_NONE) or
- * "SET <key> <value> EX|PX <n>" (its time to live, in ns), in RESP, n of
- * 1 to 12 digits as Redis reads a number (no sign, no leading zero); 0
- * otherwise.  A global function: verified once, whatever the walk's
- * state (its loop, in line, took the handler past the verifier's limit).
+ * commit (redis_write()): "SET <key> <value>" (REDIS_TTL_NONE), "SET <key>
+ * <value> EX|PX <n>", "SETEX <key> <n> <value>" or "PSETEX <key> <n>
+ * <value>" (its time to live, in ns), in RESP, n of 1 to 12 digits as
+ * Redis reads a number (no sign, no leading zero); 0 otherwise.  A global
+ * function: verified once, whatever the walk's state (its loop, in line,
+ * took the handler past the verifier's limit).
  */
 __attribute__((noinline))
 __u64 xps_redis_set_ttl(const struct xps_kv_scratch *sc)
 {
 	const struct xps_kv_req *req;
+	__u64 v = 0, unit;
 	__u32 o, n, i;
-	__u64 v = 0;
 	__u8 c;
 
 	if (!sc)
 		return 0;
 	req = &sc->req;
 	o = req->name.off;
-	if (req->nkeys != 1 || !req->val.len || req->name.len != 3 ||
-	    o >= XPS_SCRATCH || req->keys[0].len > REDIS_KEY_MAX ||
-	    (req->flags & (XPS_F_ALL | XPS_F_BADKEY | XPS_F_QUOTED)) ||
-	    (sc->in[o] | 0x20) != 's' || !word2(sc->in, o + 1, 'e', 't'))
+	n = req->name.len;
+	if (req->nkeys != 1 || !req->val.len || o > XPS_SCRATCH - 8 ||
+	    req->keys[0].len > REDIS_KEY_MAX ||
+	    (req->flags & (XPS_F_ALL | XPS_F_BADKEY | XPS_F_QUOTED)))
 		return 0;
-	if (req->argc == 3)
-		return REDIS_TTL_NONE;
-	if (req->argc != 5 || req->opt[0].len != 2)
+	if (n == 3 && (sc->in[o] | 0x20) == 's' && word2(sc->in, o + 1, 'e', 't')) {
+		if (req->argc == 3)
+			return REDIS_TTL_NONE;
+		if (req->argc != 5 || req->opt[0].len != 2)
+			return 0;
+		o = req->opt[0].off;
+		if (o >= XPS_SCRATCH)
+			return 0;
+		if (word2(sc->in, o, 'e', 'x'))
+			unit = 1000000000ULL;
+		else if (word2(sc->in, o, 'p', 'x'))
+			unit = 1000000ULL;
+		else
+			return 0;
+	} else if (n == 5 && req->argc == 4 && (sc->in[o] | 0x20) == 's' &&
+		   word2(sc->in, o + 1, 'e', 't') &&
+		   word2(sc->in, o + 3, 'e', 'x')) {
+		unit = 1000000000ULL;
+	} else if (n == 6 && req->argc == 4 && (sc->in[o] | 0x20) == 'p' &&
+		   word2(sc->in, o + 1, 's', 'e') &&
+		   word2(sc->in, o + 3, 't', 'e') &&
+		   (sc->in[o + 5] | 0x20) == 'x') {
+		unit = 1000000ULL;
+	} else {
 		return 0;
+	}
 	o = req->opt[1].off;
 	n = req->opt[1].len;
 	if (n < 1 || n > 12 || o >= XPS_SCRATCH || sc->in[o] == '0')
@@ -126,25 +149,20 @@ __u64 xps_redis_set_ttl(const struct xps_kv_scratch *sc)
 			return 0;
 		v = v * 10 + (c - '0');
 	}
-	o = req->opt[0].off;
-	if (o >= XPS_SCRATCH)
+	/* at most 10^9 s or 10^12 ms, 10^18 ns: no overflow */
+	if (v > (unit == 1000000ULL ? 1000000000000ULL : 1000000000ULL))
 		return 0;
-	if (word2(sc->in, o, 'e', 'x') && v <= 1000000000ULL)
-		v *= 1000000000ULL;
-	else if (word2(sc->in, o, 'p', 'x') && v <= 1000000000000ULL)
-		v *= 1000000ULL;
-	else
-		return 0;
+	v *= unit;
 	return v > 2000000ULL ? v : 0;
 }
 
 /*
  * A write of the walk, counted and invalidated (xps_kv_invalidate()
  * bumped its one key, left in sc->key and of hash @hash), on a
- * connection the handler may serve: if it is a SET xps_redis_set_ttl()
- * accepts, committed by the kernel when Redis answers "+OK": the value is
- * the request's, with no expiry (a plain SET clears any) or one its time
- * to live from now (xps_kv_wt_stamp()).  The expiry is taken from
+ * connection the handler may serve: if it is a SET (or SETEX, PSETEX)
+ * xps_redis_set_ttl() accepts, committed by the kernel when Redis answers
+ * "+OK": the value is the request's, with no expiry (a plain SET clears
+ * any) or one its time to live from now (xps_kv_wt_stamp()).  The expiry is taken from
  * the handler's clocks before Redis executes the SET, less a millisecond
  * for Redis's millisecond clock: it falls no later than Redis's
  * (docs/coherence.md).  A global function, verified once, whatever the

@@ -340,16 +340,21 @@ def test_set_committed_by_the_kernel():
 
 @test
 def test_set_with_expiry_never_served_past_it():
-    """SET ... EX and SET ... PX are committed by the kernel with their
-    expiry: the kernel answers the key at once, and never once Redis has
-    expired it (a GET sent after the SET's reply plus the time to live
-    is never answered by the kernel, and Redis then answers nil)."""
+    """SET ... EX, SET ... PX, SETEX and PSETEX are committed by the
+    kernel with their expiry: the kernel answers the key at once, and never
+    once Redis has expired it (a GET sent after the write's reply plus the
+    time to live is never answered by the kernel, and Redis then answers
+    nil)."""
     r = Redis()
     try:
         c = start_serving(r)
-        for key, opt, n, ttl in (("wt:px", "PX", "1500", 1.5), ("wt:ex", "EX", "2", 2.0)):
+        for key, cmd, ttl in (("wt:px", ("SET", "wt:px", "short-lived", "PX", "1500"), 1.5),
+                              ("wt:ex", ("SET", "wt:ex", "short-lived", "EX", "2"), 2.0),
+                              ("wt:setex", ("SETEX", "wt:setex", "2", "short-lived"), 2.0),
+                              ("wt:psetex", ("PSETEX", "wt:psetex", "1500", "short-lived"), 1.5)):
+            opt = " ".join(a for a in cmd if a not in (key, "short-lived"))
             t0 = time.time()
-            eq(c.call("SET", key, "short-lived", opt, n), b"+OK\r\n", "SET " + opt)
+            eq(c.call(*cmd), b"+OK\r\n", opt)
             acked = time.time()
             live, late = 0, []
             while True:
@@ -369,8 +374,8 @@ def test_set_with_expiry_never_served_past_it():
                     raise AssertionError("%s never expired" % key)
                 time.sleep(0.01)
             gone = time.time() - t0
-            print("    SET %s %s: the kernel answered %d GETs, Redis said nil %.2f s after the SET"
-                  % (opt, n, live, gone))
+            print("    %s: the kernel answered %d GETs, Redis said nil %.2f s after the write"
+                  % (opt, live, gone))
             if late:
                 raise AssertionError("the kernel answered %s %.3f s after the SET's reply (TTL %.1f s)"
                                      % (key, late[0], ttl))

@@ -48,14 +48,18 @@ static void test_value_span(void)
 		{ "SET k plain\r\n", NULL },	/* inline: two spans kept */
 		{ "SET k \"quoted\"\r\n", NULL },
 		{ "*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nEX\r\n$1\r\n9\r\n", "v" },
-		{ "*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nNX\r\n", NULL },
+		/* four arguments: argument 3, SETEX's value (a SET of four
+		 * is refused by the handler, xps_redis_set_ttl()) */
+		{ "*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nNX\r\n", "NX" },
+		{ "*4\r\n$5\r\nSETEX\r\n$1\r\nk\r\n$1\r\n9\r\n$5\r\nhello\r\n", "hello" },
+		{ "*4\r\n$6\r\npsetex\r\n$1\r\nk\r\n$1\r\n9\r\n$2\r\nhi\r\n", "hi" },
 		{ "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", NULL },
 		{ "*3\r\n$5\r\nLPUSH\r\n$1\r\nk\r\n$1\r\nv\r\n", "v" },
 	};
 	struct xps_kv_req r;
 	size_t i, n;
 
-	h_begin("redis parse: the value and option spans of a SET");
+	h_begin("redis parse: the value and option spans of a SET, SETEX, PSETEX");
 	for (i = 0; i < N(cases); i++) {
 		n = strlen(cases[i].req);
 		memset(kv_buf, 0, sizeof(kv_buf));
@@ -73,6 +77,11 @@ static void test_value_span(void)
 			CHECK(r.opt[0].len == 2 && !memcmp(kv_buf + r.opt[0].off, "EX", 2) &&
 			      r.opt[1].len == 1 && kv_buf[r.opt[1].off] == '9',
 			      "case %zu: option spans", i);
+		/* four: the time to live of SETEX, PSETEX */
+		if (r.argc == 4)
+			CHECK(r.opt[0].len == 0 && r.opt[1].len == 1 &&
+			      kv_buf[r.opt[1].off] == (i == 5 ? 'v' : '9'),
+			      "case %zu: the time to live's span", i);
 	}
 	h_end();
 }
