@@ -259,9 +259,9 @@ class Bench:
                 # a mix: the handler's runs include the writes
                 rec["gets_answered"] = statistics.median(g for _, _, g in hruns)
                 txt += " of runs, %.1f%% of GETs" % (100 * rec["gets_answered"])
-        say("  %-30s %-14s %-8s %8.0f instructions/req (spread %.1f%%, busy %.0f%%)%s"
-            % (exp, backend, variant, med, 100 * rec["instructions_spread"],
-               100 * rec["busy_fraction"], txt))
+        say("  %-30s %-14s %-8s %8.0f instructions/%s (spread %.1f%%, busy %.0f%%)%s"
+            % (exp, backend, variant, med, getattr(client, "unit", "req"),
+               100 * rec["instructions_spread"], 100 * rec["busy_fraction"], txt))
         for k, v in rec.items():
             RESULTS.append({"experiment": exp, "backend": backend, "variant": variant,
                             "metric": k, "value": v})
@@ -552,6 +552,7 @@ def exp_nats(b, quick):
     def idle():
         time.sleep(secs)
         return secs
+    idle.unit = "s"     # an idle cluster's "requests" are its seconds
 
     def one(variant, be):
         name = be + "-icount"
