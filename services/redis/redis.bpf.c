@@ -86,34 +86,67 @@ static __always_inline int word2(const __u8 *in, __u32 o, char c0, char c1)
 #define REDIS_TTL_NONE	(~0ULL)
 
 /*
- * Whether the request just parsed into sc->req is a SET the kernel may
- * commit (redis_write()): "SET <key> <value>" (REDIS_TTL_NONE), "SET <key>
- * <value> EX|PX <n>", "SETEX <key> <n> <value>" or "PSETEX <key> <n>
- * <value>" (its time to live, in ns), in RESP, n of 1 to 12 digits as
- * Redis reads a number (no sign, no leading zero); 0 otherwise.  A global
+ * Whether the request just parsed into sc->req is a write the kernel may
+ * commit (xps_redis_write_through()), in RESP:
+ *  - "SET <key> <value>", "GETSET <key> <value>" and "SET <key> <value>
+ *    GET": no expiry (REDIS_TTL_NONE);
+ *  - "SET <key> <value> EX|PX <n>", "SETEX <key> <n> <value>", "PSETEX
+ *    <key> <n> <value>": its time to live, in ns, n of 1 to 12 digits as
+ *    Redis reads a number (no sign, no leading zero);
+ * 0 otherwise.  It leaves in sc->wt the value's span and the bytes the
+ * reply of a write that took effect begins with: "+OK\r\n", or "$" for
+ * the two that answer with the old value (a bulk string, or nil when there
+ * was none; an error, or a key of another type, is "-...").  A global
  * function: verified once, whatever the walk's state (its loop, in line,
  * took the handler past the verifier's limit).
  */
 __attribute__((noinline))
-__u64 xps_redis_set_ttl(const struct xps_kv_scratch *sc)
+__u64 xps_redis_set_ttl(struct xps_kv_scratch *sc)
 {
 	const struct xps_kv_req *req;
-	__u64 v = 0, unit;
+	struct xps_kv_wt_args *a;
+	__u64 v = 0, unit, ok = 0;
 	__u32 o, n, i;
 	__u8 c;
 
 	if (!sc)
 		return 0;
 	req = &sc->req;
+	a = &sc->wt;
 	o = req->name.off;
 	n = req->name.len;
 	if (req->nkeys != 1 || !req->val.len || o > XPS_SCRATCH - 8 ||
 	    req->keys[0].len > REDIS_KEY_MAX ||
 	    (req->flags & (XPS_F_ALL | XPS_F_BADKEY | XPS_F_QUOTED)))
 		return 0;
+	a->val = req->val;
+	__builtin_memcpy(&ok, "+OK\r\n", 5);
+	a->expect = ok;
+	a->expect_len = 5;
+	if (n == 6 && req->argc == 3 && (sc->in[o] | 0x20) == 'g' &&
+	    word2(sc->in, o + 1, 'e', 't') && word2(sc->in, o + 3, 's', 'e') &&
+	    (sc->in[o + 5] | 0x20) == 't') {
+		a->expect = '$';
+		a->expect_len = 1;
+		return REDIS_TTL_NONE;
+	}
 	if (n == 3 && (sc->in[o] | 0x20) == 's' && word2(sc->in, o + 1, 'e', 't')) {
 		if (req->argc == 3)
 			return REDIS_TTL_NONE;
+		if (req->argc == 4) {
+			/* SET <key> <value> GET: the value is argument 2 */
+			o = req->val.off;
+			/* so that clang tests the register it indexes with */
+			XPS__HIDE(o);
+			if (req->val.len != 3 || o > XPS_SCRATCH - 8 ||
+			    (sc->in[o] | 0x20) != 'g' ||
+			    !word2(sc->in, o + 1, 'e', 't') || !req->opt[1].len)
+				return 0;
+			a->val = req->opt[1];
+			a->expect = '$';
+			a->expect_len = 1;
+			return REDIS_TTL_NONE;
+		}
 		if (req->argc != 5 || req->opt[0].len != 2)
 			return 0;
 		o = req->opt[0].off;
@@ -159,21 +192,21 @@ __u64 xps_redis_set_ttl(const struct xps_kv_scratch *sc)
 /*
  * A write of the walk, counted and invalidated (xps_kv_invalidate()
  * bumped its one key, left in sc->key and of hash @hash), on a
- * connection the handler may serve: if it is a SET (or SETEX, PSETEX)
- * xps_redis_set_ttl() accepts, committed by the kernel when Redis answers
- * "+OK": the value is the request's, with no expiry (a plain SET clears
- * any) or one its time to live from now (xps_kv_wt_stamp()).  The expiry is taken from
- * the handler's clocks before Redis executes the SET, less a millisecond
- * for Redis's millisecond clock: it falls no later than Redis's
- * (docs/coherence.md).  A global function, verified once, whatever the
- * walk's state.
+ * connection the handler may serve: if xps_redis_set_ttl() accepts it,
+ * committed by the kernel when Redis's reply says it took effect: the
+ * value is the request's, with no expiry (SET and GETSET clear any) or
+ * one its time to live from now (xps_kv_wt_stamp()).  The expiry is taken
+ * from the handler's clocks before Redis executes the write, less a
+ * millisecond for Redis's millisecond clock: it falls no later than
+ * Redis's (docs/coherence.md).  A global function, verified once,
+ * whatever the walk's state.
  */
 __attribute__((noinline))
 int xps_redis_write_through(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 			    __u32 *cgen, __u64 hash)
 {
 	struct xps_kv_wt_args *a;
-	__u64 ok = 0, ttl;
+	__u64 ttl;
 
 	if (!sc)
 		return 0;
@@ -181,10 +214,6 @@ int xps_redis_write_through(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 	if (!ttl)
 		return 0;
 	a = &sc->wt;
-	a->val = sc->req.val;
-	__builtin_memcpy(&ok, "+OK\r\n", 5);
-	a->expect = ok;
-	a->expect_len = 5;
 	a->client_flags = 0;
 	a->expire_ns = 0;
 	a->expire_tai_ns = 0;

@@ -303,9 +303,10 @@ def test_set_committed_by_the_kernel():
     """A plain SET answered +OK is committed to the cache by the kernel
     (docs/coherence.md, "Writes committed by the kernel"): the next GET of
     the key is answered by the kernel, with no PTTL and no GET for Redis
-    to execute.  A SET with options other than EX and PX, and a SET
-    pipelined behind another request, are not committed: their keys are
-    learned as before."""
+    to execute.  So are GETSET and SET ... GET, answered with the old
+    value or nil, and not when Redis refuses them.  A SET with options
+    other than EX and PX, and a SET pipelined behind another request, are
+    not committed: their keys are learned as before."""
     r = Redis()
     try:
         c = start_serving(r)
@@ -321,6 +322,18 @@ def test_set_committed_by_the_kernel():
         if served < 48:
             raise AssertionError("only %d of 50 GETs after a SET from the kernel" % served)
         eq(p1 - p0, 0, "PTTLs the filler asked")
+        # GETSET and SET ... GET answer with the old value, or nil
+        eq(c.call("GETSET", "wt:1", "swapped"), b"$7\r\nvalue-1\r\n", "GETSET")
+        eq(kernel_get(c, "wt:1", b"$7\r\nswapped\r\n"), True, "the kernel answered GETSET's value")
+        eq(c.call("SET", "wt:new", "fresh", "GET"), b"$-1\r\n", "SET GET of a new key")
+        eq(kernel_get(c, "wt:new", b"$5\r\nfresh\r\n"), True, "the kernel answered SET GET's value")
+        # refused: a key of another type is left as it was
+        eq(c.call("RPUSH", "wt:list", "x"), b":1\r\n", "RPUSH")
+        eq(c.call("SET", "wt:list", "v", "GET")[:10], b"-WRONGTYPE", "SET GET of a list")
+        eq(c.call("GETSET", "wt:list", "v")[:10], b"-WRONGTYPE", "GETSET of a list")
+        eq(c.call("LRANGE", "wt:list", "0", "-1"), b"*1\r\n$1\r\nx\r\n", "the list")
+        eq(kernel_get(c, "wt:list", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+           False, "the kernel answered a GET of a list")
         # a SET with options the kernel does not follow: not committed
         eq(c.call("SET", "wt:nx", "temp", "NX"), b"+OK\r\n", "SET NX")
         eq(kernel_get(c, "wt:nx", b"$4\r\ntemp\r\n"), False, "the kernel answered a SET NX's value")

@@ -53,6 +53,7 @@ static void test_value_span(void)
 		{ "*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nNX\r\n", "NX" },
 		{ "*4\r\n$5\r\nSETEX\r\n$1\r\nk\r\n$1\r\n9\r\n$5\r\nhello\r\n", "hello" },
 		{ "*4\r\n$6\r\npsetex\r\n$1\r\nk\r\n$1\r\n9\r\n$2\r\nhi\r\n", "hi" },
+		{ "*3\r\n$6\r\nGETSET\r\n$1\r\nk\r\n$1\r\nv\r\n", "v" },
 		{ "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", NULL },
 		{ "*3\r\n$5\r\nLPUSH\r\n$1\r\nk\r\n$1\r\nv\r\n", "v" },
 	};
