@@ -16,12 +16,18 @@
 
 /* Per-CPU scratch: the line being read and, for the handler, a reply. */
 #define XPS_NATS_WIN		64
+/* Heartbeats of one segment the handler answers together, at most. */
+#define XPS_NATS_BATCH		4
 
 struct xps_nats_scratch {
 	struct xps_nats_buf in;
 	struct xps_nats_buf out;
 	struct xps_nats_hb hb;
 	__u8 win[XPS_NATS_WIN];	/* the walk's bytes, off the stack */
+	/* the handler's answers to a segment of several heartbeats, and
+	 * the keys of their states (room for one more answer's copy) */
+	__u8 batch[(XPS_NATS_BATCH + 1) * XPS_NATS_REPLY_MAX];
+	__u64 keys[XPS_NATS_BATCH];
 };
 
 struct {

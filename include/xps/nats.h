@@ -109,6 +109,7 @@ enum xps_nats_stat {
 	XPS_NATS_ST_EPOCHS,	/* every group's state dropped */
 	XPS_NATS_ST_DROPPED,	/* duplicate answers dropped on a leader */
 	XPS_NATS_ST_CUT,	/* stock: a route cut, its answer unsafe */
+	XPS_NATS_ST_BATCHES,	/* segments of several heartbeats answered */
 	XPS_NATS_ST_MAX,
 };
 

@@ -153,6 +153,127 @@ static __always_inline int droppable(struct xps_nats_scratch *sc,
 	return 1;
 }
 
+/*
+ * A segment of several whole messages, every one a plain heartbeat the
+ * kernel may answer (answerable()), of as many groups: the answers, in
+ * the heartbeats' order, are one reply.  The leader batches its writes,
+ * so at a thousand groups most heartbeats come so (docs/nats.md).
+ */
+struct nats_batch {
+	__u64 cookie;
+	__u32 off;		/* the next message */
+	__u32 len;		/* the segment's */
+	__u32 out;		/* answer bytes in sc->batch */
+	__u32 k;		/* heartbeats answered, keys in sc->keys */
+	int ok;
+};
+
+/*
+ * The message at b->off: its answer appended to sc->batch, or b->ok
+ * cleared.  1: stop.  A global function: verified once (in the loop's
+ * callback, the answer's offset would keep the verifier's states from
+ * converging).
+ */
+__attribute__((noinline))
+int nats_batch_one(struct __sk_buff *skb, struct xps_nats_scratch *sc,
+		   struct xps_nats_conn *nc, struct nats_batch *b)
+{
+	__u32 m, ml, a, j, out;
+	__u64 key;
+
+	if (!skb || !sc || !nc || !b)
+		return 1;
+	if (b->off >= b->len)
+		return 1;
+	b->ok = 0;		/* until this message is answerable */
+	if (b->k >= XPS_NATS_BATCH)
+		return 1;
+	m = b->len - b->off;
+	if (m > XPS_NATS_LINE_MAX)
+		m = XPS_NATS_LINE_MAX;
+	barrier_var(m);
+	if (m < 1 || m > XPS_NATS_LINE_MAX)	/* only for the verifier */
+		return 1;
+	if (xps_load(skb, b->off, sc->in.b, m) ||
+	    xps_nats_line(&sc->in, m) != 1)
+		return 1;
+	ml = sc->in.l.msg_len;
+	if (ml > m || !xps_nats_is_heartbeat(&sc->in, ml))
+		return 1;
+	/* what follows the message is not part of it (answerable()) */
+	xps_nats_copy_msg(sc->in.b, sc->in.b, ml, XPS_NATS_LINE_MAX);
+	a = answerable(sc, nc, b->cookie, ml);
+	key = xps_nats_key(&sc->in, 2, 0);
+	/* a group twice: the second would be answered two in a row */
+	for (j = 0; j < XPS_NATS_BATCH; j++)
+		if (j < b->k && sc->keys[j] == key)
+			return 1;
+	out = b->out;
+	barrier_var(out);
+	if (a < 1 || a > XPS_NATS_REPLY_MAX ||
+	    out > (XPS_NATS_BATCH - 1) * XPS_NATS_REPLY_MAX)
+		return 1;
+	__builtin_memcpy(&sc->batch[out], sc->out.b, XPS_NATS_REPLY_MAX);
+	sc->keys[b->k & (XPS_NATS_BATCH - 1)] = key;
+	b->k++;
+	b->out = out + a;
+	b->off += ml;
+	b->ok = 1;
+	return 0;
+}
+
+struct nats_batch_loop {
+	struct __sk_buff *skb;
+	struct xps_nats_scratch *sc;
+	struct xps_nats_conn *nc;
+	struct nats_batch *b;
+};
+
+static long batch_step(__u32 i, void *ctx)
+{
+	struct nats_batch_loop *l = ctx;
+
+	return nats_batch_one(l->skb, l->sc, l->nc, l->b) ? 1 : 0;
+}
+
+/*
+ * The answers to the whole segment in sc->batch: their length, or 0;
+ * *k of them.
+ */
+static __always_inline __u32 answer_batch(struct __sk_buff *skb,
+					  struct xps_nats_scratch *sc,
+					  struct xps_nats_conn *nc,
+					  __u64 cookie, __u32 len, __u32 *k)
+{
+	struct nats_batch b = { .cookie = cookie, .len = len, .ok = 1 };
+	struct nats_batch_loop l = { .skb = skb, .sc = sc, .nc = nc, .b = &b };
+
+	if (len > XPS_NATS_BATCH * XPS_NATS_HB_MAX || !xps_reply_idle(&nc->rx))
+		return 0;
+	bpf_loop(XPS_NATS_BATCH + 1, batch_step, &l, 0);
+	*k = b.k;
+	return b.ok && b.off == len && b.k >= 2 ? b.out : 0;
+}
+
+/* Before the verdict, as for one heartbeat: the answered states. */
+static __always_inline void batch_answered(struct xps_nats_scratch *sc,
+					   __u64 cookie, __u32 k)
+{
+	struct xps_nats_hb_key key = { .cookie = cookie };
+	struct xps_nats_hb *e;
+	__u32 j;
+
+	for (j = 0; j < XPS_NATS_BATCH; j++) {
+		if (j >= k)
+			break;
+		key.inbox = sc->keys[j];
+		e = bpf_map_lookup_elem(&xps_nats_hbs, &key);
+		if (e)
+			e->state = XPS_NATS_HB_KERNEL;
+		xps_nats_count(XPS_NATS_ST_ANSWERED);
+	}
+}
+
 SEC("xps")
 int xps_nats(struct __sk_buff *skb)
 {
@@ -161,7 +282,7 @@ int xps_nats(struct __sk_buff *skb)
 	struct xps_nats_conn *nc;
 	struct xps_nats_hb_key key;
 	struct xps_nats_hb *e;
-	__u32 zero = 0, len, n;
+	__u32 zero = 0, len, n, k = 0;
 	__u64 cookie;
 
 	len = xps_len(skb);
@@ -207,6 +328,14 @@ int xps_nats(struct __sk_buff *skb)
 		xps_nats_line_seen(&sc->in, cookie, bpf_ktime_get_ns(),
 				   XPS_NATS_SEEN_WHOLE);
 		return xps_pass(skb);
+	}
+	n = answer_batch(skb, sc, nc, cookie, len, &k);
+	barrier_var(n);
+	if (n >= 1 && n <= XPS_NATS_BATCH * XPS_NATS_REPLY_MAX &&
+	    xps_may_consume(skb) && !xps_reply(skb, sc->batch, n)) {
+		batch_answered(sc, cookie, k);
+		xps_nats_count(XPS_NATS_ST_BATCHES);
+		return xps_tx(skb);
 	}
 	if (xps_nats_walk(skb, &nc->rx, cookie, 0, len, 0)) {
 		nc->flags |= XPS_NATS_CONN_LOST;

@@ -91,8 +91,9 @@ static void nats_health(const char *name, pid_t pid, char *buf, size_t n)
 		return;
 	}
 	snprintf(buf, n,
-		 "running: %llu heartbeats answered, %llu passed, %llu answers learned, %llu duplicate answers dropped, %llu group resets, %llu full resets, %llu routes cut",
+		 "running: %llu heartbeats answered (%llu segments of several), %llu passed, %llu answers learned, %llu duplicate answers dropped, %llu group resets, %llu full resets, %llu routes cut",
 		 (unsigned long long)v[XPS_NATS_ST_ANSWERED],
+		 (unsigned long long)v[XPS_NATS_ST_BATCHES],
 		 (unsigned long long)v[XPS_NATS_ST_PASSED],
 		 (unsigned long long)v[XPS_NATS_ST_LEARNED],
 		 (unsigned long long)v[XPS_NATS_ST_DROPPED],
