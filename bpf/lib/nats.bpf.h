@@ -24,11 +24,14 @@ struct xps_nats_scratch {
 	struct xps_nats_buf out;
 	struct xps_nats_hb hb;
 	__u8 win[XPS_NATS_WIN];	/* the walk's bytes, off the stack */
-	/* the handler's answers to a segment of several heartbeats, and
-	 * the keys of their states (room for one more answer's copy) */
-	__u8 batch[(XPS_NATS_BATCH + 1) * XPS_NATS_REPLY_MAX];
+	/* the handler's answers to a segment of several heartbeats (room
+	 * for one more answer's copy, and a power of two: the length is
+	 * masked for the verifier), and the keys of their states */
+	__u8 batch[512];
 	__u64 keys[XPS_NATS_BATCH];
 };
+_Static_assert((XPS_NATS_BATCH + 1) * XPS_NATS_REPLY_MAX <= 512,
+	       "the batch's answers fit");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -129,18 +129,12 @@ XPS_INLINE __u64 xps__inset(__u64 c, __u64 w0, __u64 w1)
 XPS_INLINE __u64 xps_http__w64(const struct xps_buf *buf, __u32 q)
 {
 	__u32 i = q;
-	__u64 w;
 
 	XPS__HIDE(i);
 	i &= XPS_SCRATCH_MASK;
 	if (i > XPS_SCRATCH - 8)	/* only for the verifier */
 		i = XPS_SCRATCH - 8;
-#if defined(__bpf__)
-	w = *(const __u64 *)(const void *)&buf->b[i];
-#else
-	__builtin_memcpy(&w, &buf->b[i], 8);
-#endif
-	return w;
+	return xps_lanes_load(&buf->b[i]);
 }
 
 /* Lanes of x (bytes < 0x80) in [lo, hi]: no carry crosses a lane. */

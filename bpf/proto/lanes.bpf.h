@@ -17,6 +17,23 @@
 #define XPS__W80	XPS__W8(0x80)
 #define XPS__W7F	XPS__W8(0x7f)
 
+/*
+ * The 8 bytes at @p, any alignment: one load on BPF (the x86 JIT allows
+ * it; the caller bounds @p for the verifier), memcpy() on the host.
+ */
+static inline __attribute__((always_inline, unused)) __u64
+xps_lanes_load(const __u8 *p)
+{
+	__u64 w;
+
+#if defined(__bpf__)
+	w = *(const __u64 *)(const void *)p;
+#else
+	__builtin_memcpy(&w, p, 8);
+#endif
+	return w;
+}
+
 /* Lanes of @x that are zero, every one exact: no carry crosses a lane. */
 static inline __attribute__((always_inline, unused)) __u64
 xps_lanes_zero(__u64 x)

@@ -831,14 +831,7 @@ XPS_INLINE __u32 xps_mc_encode_end(__u8 *dst, __u32 at)
 /* Eight bytes of @buf from @p (any alignment). */
 XPS_INLINE __u64 xps_mc__word(const __u8 *buf, __u32 p)
 {
-#if defined(__bpf__)
-	return *(const __u64 *)(buf + p);
-#else
-	__u64 w;
-
-	__builtin_memcpy(&w, buf + p, 8);
-	return w;
-#endif
+	return xps_lanes_load(buf + p);
 }
 
 #define XPS__MC_ONES	0x0101010101010101ULL

@@ -203,15 +203,7 @@ XPS_INLINE __u64 xps__nats_sep_lanes(__u64 w)
  */
 XPS_INLINE __u64 xps__nats_at(const struct xps_nats_buf *nb, __u32 p)
 {
-	__u64 w;
-
-	p &= XPS_NATS_LINE_MAX - 1;
-#if defined(__bpf__)
-	w = *(const __u64 *)(const void *)&nb->b[p];
-#else
-	__builtin_memcpy(&w, &nb->b[p], 8);
-#endif
-	return w;
+	return xps_lanes_load(&nb->b[p & (XPS_NATS_LINE_MAX - 1)]);
 }
 
 /* The @n (< 8) low bytes of a word. */

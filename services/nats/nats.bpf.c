@@ -330,12 +330,18 @@ int xps_nats(struct __sk_buff *skb)
 		return xps_pass(skb);
 	}
 	n = answer_batch(skb, sc, nc, cookie, len, &k);
-	barrier_var(n);
 	if (n >= 1 && n <= XPS_NATS_BATCH * XPS_NATS_REPLY_MAX &&
-	    xps_may_consume(skb) && !xps_reply(skb, sc->batch, n)) {
-		batch_answered(sc, cookie, k);
-		xps_nats_count(XPS_NATS_ST_BATCHES);
-		return xps_tx(skb);
+	    xps_may_consume(skb)) {
+		/*
+		 * A no-op mask, hidden from clang, on the register the reply
+		 * takes: only for the verifier (6.12 loses the bound above).
+		 */
+		XPS__HIDE(n);
+		if (!xps_reply(skb, sc->batch, n & (sizeof(sc->batch) - 1))) {
+			batch_answered(sc, cookie, k);
+			xps_nats_count(XPS_NATS_ST_BATCHES);
+			return xps_tx(skb);
+		}
 	}
 	if (xps_nats_walk(skb, &nc->rx, cookie, 0, len, 0)) {
 		nc->flags |= XPS_NATS_CONN_LOST;
