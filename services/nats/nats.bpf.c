@@ -91,20 +91,20 @@ static __always_inline int one_message(struct __sk_buff *skb,
 }
 
 /*
- * The plain heartbeat in sc->in may be answered with the server's last
- * answer to the same bytes: returns the answer's length in sc->out, 0 if
- * not.
+ * The plain heartbeat in sc->in, whose state's key is @inbox
+ * (xps_nats_key() of its reply subject), may be answered with the server's
+ * last answer to the same bytes: returns the answer's length in sc->out,
+ * 0 if not.
  */
 static __always_inline __u32 answerable(struct xps_nats_scratch *sc,
 					struct xps_nats_conn *nc, __u64 cookie,
-					__u32 len)
+					__u64 inbox, __u32 len)
 {
-	struct xps_nats_hb_key key = { .cookie = cookie };
+	struct xps_nats_hb_key key = { .cookie = cookie, .inbox = inbox };
 	struct xps_nats_hb *e;
 	__u64 now, *g;
 	__u32 n;
 
-	key.inbox = xps_nats_key(&sc->in, 2, 0);
 	e = bpf_map_lookup_elem(&xps_nats_hbs, &key);
 	if (!e || e->state != XPS_NATS_HB_ANSWERED || e->outstanding ||
 	    e->hb_len != len || !same_bytes(e->hb, sc->in.b, XPS_NATS_HB_MAX))
@@ -202,12 +202,12 @@ int nats_batch_one(struct __sk_buff *skb, struct xps_nats_scratch *sc,
 		return 1;
 	/* what follows the message is not part of it (answerable()) */
 	xps_nats_copy_msg(sc->in.b, sc->in.b, ml, XPS_NATS_LINE_MAX);
-	a = answerable(sc, nc, b->cookie, ml);
 	key = xps_nats_key(&sc->in, 2, 0);
 	/* a group twice: the second would be answered two in a row */
 	for (j = 0; j < XPS_NATS_BATCH; j++)
 		if (j < b->k && sc->keys[j] == key)
 			return 1;
+	a = answerable(sc, nc, b->cookie, key, ml);
 	out = b->out;
 	barrier_var(out);
 	if (a < 1 || a > XPS_NATS_REPLY_MAX ||
@@ -255,9 +255,14 @@ static __always_inline __u32 answer_batch(struct __sk_buff *skb,
 	return b.ok && b.off == len && b.k >= 2 ? b.out : 0;
 }
 
-/* Before the verdict, as for one heartbeat: the answered states. */
-static __always_inline void batch_answered(struct xps_nats_scratch *sc,
-					   __u64 cookie, __u32 k)
+/*
+ * Before the verdict: the states of the @k heartbeats answered (keys in
+ * sc->keys).  Should the send fail and a heartbeat reach the server after
+ * all, its answer finds the state not waiting for one and leaves nothing
+ * to repeat.
+ */
+static __always_inline void answered(struct xps_nats_scratch *sc,
+				     __u64 cookie, __u32 k)
 {
 	struct xps_nats_hb_key key = { .cookie = cookie };
 	struct xps_nats_hb *e;
@@ -280,8 +285,6 @@ int xps_nats(struct __sk_buff *skb)
 	struct xps_run *run = xps__run();
 	struct xps_nats_scratch *sc;
 	struct xps_nats_conn *nc;
-	struct xps_nats_hb_key key;
-	struct xps_nats_hb *e;
 	__u32 zero = 0, len, n, k = 0;
 	__u64 cookie;
 
@@ -298,24 +301,13 @@ int xps_nats(struct __sk_buff *skb)
 
 	if (one_message(skb, sc, nc, len)) {
 		if (xps_nats_is_heartbeat(&sc->in, len)) {
-			n = answerable(sc, nc, cookie, len);
+			sc->keys[0] = xps_nats_key(&sc->in, 2, 0);
+			n = answerable(sc, nc, cookie, sc->keys[0], len);
 			barrier_var(n);
 			if (n >= 1 && n <= XPS_NATS_REPLY_MAX &&
 			    xps_may_consume(skb) &&
 			    !xps_reply(skb, sc->out.b, n)) {
-				/*
-				 * Before the verdict: should the send fail
-				 * and the heartbeat reach the server after
-				 * all, its answer finds the state not
-				 * waiting for one and leaves nothing to
-				 * repeat.
-				 */
-				key.cookie = cookie;
-				key.inbox = xps_nats_key(&sc->in, 2, 0);
-				e = bpf_map_lookup_elem(&xps_nats_hbs, &key);
-				if (e)
-					e->state = XPS_NATS_HB_KERNEL;
-				xps_nats_count(XPS_NATS_ST_ANSWERED);
+				answered(sc, cookie, 1);
 				return xps_tx(skb);
 			}
 		} else if (xps_nats_is_ack(&sc->in, len) &&
@@ -337,8 +329,9 @@ int xps_nats(struct __sk_buff *skb)
 		 * takes: only for the verifier (6.12 loses the bound above).
 		 */
 		XPS__HIDE(n);
-		if (!xps_reply(skb, sc->batch, n & (sizeof(sc->batch) - 1))) {
-			batch_answered(sc, cookie, k);
+		n &= sizeof(sc->batch) - 1;
+		if (n >= 1 && !xps_reply(skb, sc->batch, n)) {
+			answered(sc, cookie, k);
 			xps_nats_count(XPS_NATS_ST_BATCHES);
 			return xps_tx(skb);
 		}
