@@ -182,6 +182,26 @@ struct xps_kv_walk {
 };
 
 /*
+ * A connection whose request boundaries the handler lost (a request head
+ * that ran past what it could keep, bytes it could not parse): where the
+ * next request starts is unknown, so its later bytes may hold any write
+ * at any offset, and a parse from a wrong boundary could read a value's
+ * bytes as requests and a real write as a value.  Such a connection is
+ * never parsed again: each of its later segments counts as a write of
+ * every key (xps_kv_skip()).  A bit of the connection's handler state
+ * (struct xps_conn_hstate) that the services leave free.
+ */
+#define XPS_KV_CONN_ADRIFT	(1U << 15)
+
+/* The walk lost the request boundaries of the segment's connection. */
+static __always_inline void xps_kv_adrift(struct xps_kv_walk *w)
+{
+	xps_requests_lost(w->skb);
+	if (w->cs)
+		w->cs->flags |= w->conn_no_serve | XPS_KV_CONN_ADRIFT;
+}
+
+/*
  * Load key @sp of the current request into sc->key and hash it.  The bytes
  * come from the request itself (the parser saw the same in sc->in).
  */
@@ -726,19 +746,15 @@ static __always_inline long xps_kv_walk_common(struct xps_kv_walk *w, int kind)
 			/* its head runs past the segment: the next
 			 * request's start is unknown
 			 */
-			if (w->cs)
-				w->cs->flags |= w->conn_no_serve;
-			xps_requests_lost(w->skb);
+			xps_kv_adrift(w);
 		}
 		/* else: past the scratch copy, the count walk counts it */
 		w->done = 1;
 		return 1;
 	default:	/* MALFORMED: boundaries lost */
-		xps_requests_lost(w->skb);
 		req->flags |= XPS_F_ALL;
 		xps_kv_invalidate(w);
-		if (w->cs)
-			w->cs->flags |= w->conn_no_serve;
+		xps_kv_adrift(w);
 		w->serve = 0;
 		w->done = 1;
 		return 1;
@@ -748,12 +764,24 @@ static __always_inline long xps_kv_walk_common(struct xps_kv_walk *w, int kind)
 }
 
 /*
- * The rest of a connection's request an earlier segment started: 1 when
- * the whole segment is that rest (pass it, nothing starts here).
+ * Before the walk: 1 when the segment must be passed unparsed.  Either
+ * its connection is adrift (XPS_KV_CONN_ADRIFT: the segment counts as a
+ * write of every key, and its requests as lost), or the whole segment is
+ * the rest of a request an earlier segment started (nothing starts here);
+ * where that rest ends inside the segment, the walk starts after it.
  */
 static __always_inline int xps_kv_skip(struct xps_kv_walk *w)
 {
-	if (!w->cs || !w->cs->skip)
+	if (!w->cs)
+		return 0;
+	if (w->cs->flags & XPS_KV_CONN_ADRIFT) {
+		xps_note_write(w->skb);
+		xps_note_write_all(w->skb);
+		__sync_fetch_and_add(w->cgen, 1);
+		xps_requests_lost(w->skb);
+		return 1;
+	}
+	if (!w->cs->skip)
 		return 0;
 	if (w->cs->skip >= w->seg_len) {
 		w->cs->skip -= w->seg_len;
@@ -785,9 +813,8 @@ static __always_inline int xps_kv_skip(struct xps_kv_walk *w)
 				if (xps_requests_counted((w)->skb))	\
 					count_rest((w)->skb, sc, (w)->cs, \
 						   (w)->off, (w)->seg_len); \
-				if (!xps_requests_counted((w)->skb) &&	\
-				    (w)->cs)				\
-					(w)->cs->flags |= (w)->conn_no_serve; \
+				if (!xps_requests_counted((w)->skb))	\
+					xps_kv_adrift(w);		\
 			}						\
 			(w)->serve = 0;					\
 		}							\

@@ -677,6 +677,39 @@ def test_no_stale_read_after_acknowledged_write():
 
 
 @test
+def test_writes_after_lost_boundaries_invalidate():
+    """A connection whose request boundaries the handler lost (a head cut
+    longer than it keeps) is never parsed again: its bytes may hold any
+    write.  Here a value carries a fake SET whose length swallows the next
+    real SET, as a handler parsing from the cut would read it."""
+    r = Redis()
+    try:
+        c = start_serving(r)
+        eq(c.call("SET", "lb:k", "old"), b"+OK\r\n", "SET")
+        warm(c, "lb:k", b"old")
+        w = Client()
+        key = b"K" * 400
+        real = resp(b"SET", b"lb:k", b"new")
+        fake = b"*3\r\n$3\r\nSET\r\n$3\r\nfoo\r\n$%d\r\n" % (len(real) + 10)
+        w.c.sendall(b"*3\r\n$3\r\nSET\r\n$400\r\n" + key[:390])
+        time.sleep(0.05 * SLOW)
+        w.c.sendall(key[390:] + b"\r\n$%d\r\n" % len(fake) + fake + b"\r\n")
+        rep, w.buf = read_reply(w.c, w.buf)
+        eq(rep, b"+OK\r\n", "SET of the long key")
+        warm(c, "lb:k", b"old")
+        w.c.sendall(real)
+        rep, w.buf = read_reply(w.c, w.buf)
+        eq(rep, b"+OK\r\n", "SET lb:k new")
+        for _ in range(20):
+            eq(c.call("GET", "lb:k"), b"$3\r\nnew\r\n", "GET after the acknowledged SET")
+        w.close()
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
 def test_pipelines_split_and_state():
     r = Redis()
     try:
