@@ -169,7 +169,7 @@ struct xps_kv_walk {
 	struct xps_kv_hkey hk;		/* hash of sc->key */
 	__u16 key_max;			/* longest key the service caches */
 	__u16 conn_no_serve;		/* the service's "stop serving" flag */
-	__u32 base;			/* first request byte (memcached UDP: 8) */
+	__u32 carry;			/* bytes of sc->in carried (xps_kv_load()) */
 	__u32 len;			/* bytes in sc->in */
 	__u32 seg_len;			/* bytes in the segment */
 	__u32 off;			/* next request */
@@ -202,8 +202,179 @@ static __always_inline void xps_kv_adrift(struct xps_kv_walk *w)
 }
 
 /*
- * Load key @sp of the current request into sc->key and hash it.  The bytes
- * come from the request itself (the parser saw the same in sc->in).
+ * A request head cut by the end of its segment (the length of the request
+ * not known yet) is carried to the connection's next segment instead of
+ * losing the connection's boundaries: its bytes are kept here, by socket
+ * cookie, and the next segment is parsed after them (xps_kv_load()).  The
+ * service executes the request only once it is whole, so it is counted,
+ * and what it writes invalidated, when it is parsed whole.  A kept head
+ * that is gone (the LRU map evicted it, the handler was swapped) makes
+ * the connection adrift.
+ */
+#define XPS_KV_CARRY_MAX	256	/* <= the tail of sc->in past XPS_SCRATCH */
+#define XPS_KV_CONN_CARRY	(1U << 14)	/* a head is kept (hstate flag) */
+
+struct xps_kv_carry {
+	__u32 len;
+	__u32 pad;
+	__u8 b[XPS_KV_CARRY_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct xps_kv_carry);
+} xps_kv_carries SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xps_kv_carry);
+} xps_kv_carry_build SEC(".maps");
+
+_Static_assert(XPS_KV_CARRY_MAX <= XPS_KV_KEY_MAX, "sc->in's tail holds a kept head's last word");
+
+/*
+ * Keep the @n bytes of sc->in from @off (a head the segment cut) for the
+ * connection's next segment.  0 when kept.  A global function: verified
+ * once.
+ */
+__attribute__((noinline))
+int xps_kv_carry_save(struct xps_kv_scratch *sc, __u32 off, __u32 n)
+{
+	struct xps_run *run = xps__run();
+	struct xps_kv_carry *cr;
+	__u32 zero = 0, i;
+
+	if (!sc || !run || run->proto != IPPROTO_TCP || n < 1 ||
+	    n > XPS_KV_CARRY_MAX || off > XPS_SCRATCH)
+		return -1;
+	cr = bpf_map_lookup_elem(&xps_kv_carry_build, &zero);
+	if (!cr)
+		return -1;
+	/* whole words: the last may read up to 7 bytes past the head,
+	 * still inside sc->in (its tail)
+	 */
+	for (i = 0; i < XPS_KV_CARRY_MAX; i += 8) {
+		if (i >= n)
+			break;
+		xps_st64(&cr->b[i], xps_ld64(&sc->in[off + i]));
+	}
+	cr->len = n;
+	return bpf_map_update_elem(&xps_kv_carries, &run->cookie, cr, BPF_ANY) ?
+	       -1 : 0;
+}
+
+/*
+ * The head kept for this connection, into sc->in from its start: its
+ * length, or -1 when it is gone.  A global function: verified once.
+ */
+__attribute__((noinline))
+int xps_kv_carry_take(struct xps_kv_scratch *sc)
+{
+	struct xps_run *run = xps__run();
+	struct xps_kv_carry *cr;
+	__u32 i, n;
+
+	if (!sc || !run)
+		return -1;
+	cr = bpf_map_lookup_elem(&xps_kv_carries, &run->cookie);
+	if (!cr)
+		return -1;
+	n = cr->len;
+	if (n < 1 || n > XPS_KV_CARRY_MAX) {
+		bpf_map_delete_elem(&xps_kv_carries, &run->cookie);
+		return -1;
+	}
+	for (i = 0; i < XPS_KV_CARRY_MAX; i += 8) {
+		if (i >= n)
+			break;
+		xps_st64(&sc->in[i], xps_ld64(&cr->b[i]));
+	}
+	bpf_map_delete_elem(&xps_kv_carries, &run->cookie);
+	return n;
+}
+
+/*
+ * The @len bytes at @off of sc->in (a key the parser found there, which
+ * may lie in a carried head, not in the segment) into sc->key.b.  0 or
+ * -1.  A global function: verified once.
+ */
+__attribute__((noinline))
+int xps_kv_key_from_in(struct xps_kv_scratch *sc, __u32 off, __u32 len)
+{
+	__u32 i;
+
+	if (!sc || len < 1 || len > XPS_KV_KEY_MAX || off > XPS_SCRATCH)
+		return -1;
+	for (i = 0; i < XPS_KV_KEY_MAX; i += 8) {
+		if (i >= len)
+			break;
+		/* sc->in's tail keeps this inside it */
+		xps_st64(&sc->key.b[i], xps_ld64(&sc->in[off + i]));
+	}
+	return 0;
+}
+
+/*
+ * Load the segment into sc->in (after the head carried from the last
+ * one, if any): w->len bytes, w->carry of them carried.  0, or -1 to pass
+ * the segment: it could not be loaded, or the carried head was gone (the
+ * connection is then adrift, and the segment a write of every key).  A
+ * segment after a carried head is never answered nor learned from: its
+ * first request's start went to the service already.
+ */
+static __always_inline int xps_kv_load(struct xps_kv_walk *w)
+{
+	struct xps_kv_scratch *sc = w->sc;
+	__u32 n, c = 0;
+	int r;
+
+	if (w->cs && (w->cs->flags & XPS_KV_CONN_CARRY)) {
+		w->cs->flags &= ~XPS_KV_CONN_CARRY;
+		r = xps_kv_carry_take(sc);
+		if (r < 0) {
+			xps_note_write(w->skb);
+			xps_note_write_all(w->skb);
+			__sync_fetch_and_add(w->cgen, 1);
+			xps_kv_adrift(w);
+			return -1;
+		}
+		c = r;
+		w->serve = 0;
+		w->learn = 0;
+	}
+	barrier_var(c);
+	if (c > XPS_KV_CARRY_MAX)	/* only for the verifier */
+		return -1;
+	barrier_var(c);
+	n = w->seg_len < XPS_SCRATCH - c ? w->seg_len : XPS_SCRATCH - c;
+	barrier_var(n);
+	if (n < 1 || n > XPS_SCRATCH)
+		return -1;
+	if (xps_load(w->skb, 0, &sc->in[c], n))
+		return -1;
+	n += c;
+	barrier_var(n);
+	if (n < 1 || n > XPS_SCRATCH)	/* only for the verifier */
+		return -1;
+	w->len = n;
+	/* one state for the verifier whether or not a head was carried */
+	w->carry = xps_forget(c);
+	return 0;
+}
+
+/* Whether sc->in holds the segment to its end. */
+static __always_inline int xps_kv_whole(const struct xps_kv_walk *w)
+{
+	return w->len == w->seg_len + w->carry;
+}
+
+/*
+ * Load key @sp of the current request into sc->key and hash it: the
+ * bytes the parser saw, in sc->in.
  */
 static __always_inline int xps_kv_set_key(struct xps_kv_walk *w,
 					  const struct xps_span *sp)
@@ -217,7 +388,7 @@ static __always_inline int xps_kv_set_key(struct xps_kv_walk *w,
 	    off >= XPS_SCRATCH)
 		return -1;
 	k->len = len;
-	if (xps_load(w->skb, off, k->b, len))
+	if (xps_kv_key_from_in(w->sc, off, len))
 		return -1;
 	w->hk.hash = xps_kv_hash(k);
 	return 0;
@@ -729,20 +900,34 @@ static __always_inline long xps_kv_walk_common(struct xps_kv_walk *w, int kind)
 		break;
 	case XPS_REQ_INCOMPLETE:
 		/*
-		 * The request continues in the next segment.  A write whose
-		 * keys are not all known yet invalidates everything; the rest
-		 * of a request of known length is passed unparsed.
+		 * The request continues in the next segment, and the service
+		 * executes it only then.  A write of keys all known already
+		 * (the parser names them without XPS_F_ALL) invalidates
+		 * those; any other write everything.  The rest of a request
+		 * of known length is passed unparsed.
 		 */
 		w->serve = 0;
+		if (!req->req_len && xps_kv_whole(w) && w->cs &&
+		    !(req->flags & XPS_F_TOO_BIG) &&
+		    !xps_kv_carry_save(w->sc, w->off, w->len - w->off)) {
+			/* parsed again whole with the next segment */
+			w->cs->flags |= XPS_KV_CONN_CARRY;
+			xps_requests_none(w->skb);
+			w->done = 1;
+			return 1;
+		}
 		if (req->hint != XPS_REQ_SERVE && req->hint != XPS_REQ_HARMLESS) {
-			req->flags |= XPS_F_ALL;
+			if (req->hint != XPS_REQ_INVALIDATE || !req->nkeys)
+				req->flags |= XPS_F_ALL;
+			/* the end of its data was not seen */
+			req->flags &= ~XPS_F_NOEXP;
 			xps_kv_invalidate(w);
 		}
-		if (w->cs && req->req_len && w->len == w->seg_len &&
+		if (w->cs && req->req_len && xps_kv_whole(w) &&
 		    !(req->flags & XPS_F_TOO_BIG)) {
 			w->cs->skip = w->off + req->req_len - w->len;
 			xps_kv_count(w);
-		} else if (w->len == w->seg_len) {
+		} else if (xps_kv_whole(w)) {
 			/* its head runs past the segment: the next
 			 * request's start is unknown
 			 */
@@ -805,14 +990,18 @@ static __always_inline int xps_kv_skip(struct xps_kv_walk *w)
 		/* the last iteration may have consumed the last request */ \
 		if ((w)->off >= (w)->len)				\
 			(w)->done = 1;					\
-		if (!(w)->done || (w)->len < (w)->seg_len) {		\
-			if (!(w)->done || (w)->off < (w)->seg_len) {	\
+		if (!(w)->done || !xps_kv_whole(w)) {			\
+			if (!(w)->done ||				\
+			    (w)->off < (w)->seg_len + (w)->carry) {	\
 				xps_note_write((w)->skb);		\
 				xps_note_write_all((w)->skb);		\
 				__sync_fetch_and_add((w)->cgen, 1);	\
-				if (xps_requests_counted((w)->skb))	\
+				if ((w)->off < (w)->carry)		\
+					xps_requests_lost((w)->skb);	\
+				else if (xps_requests_counted((w)->skb)) \
 					count_rest((w)->skb, sc, (w)->cs, \
-						   (w)->off, (w)->seg_len); \
+						   (w)->off - (w)->carry, \
+						   (w)->seg_len);	\
 				if (!xps_requests_counted((w)->skb))	\
 					xps_kv_adrift(w);		\
 			}						\

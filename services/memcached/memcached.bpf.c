@@ -365,20 +365,15 @@ int xps_memcached(struct __sk_buff *skb)
 	    (w.cs && !(w.cs->flags & MC_CONN_SPOKEN)))
 		w.serve = 0;
 
-	n = w.seg_len < XPS_SCRATCH ? w.seg_len : XPS_SCRATCH;
-	barrier_var(n);
-	if (n < 1 || n > XPS_SCRATCH)
+	if (xps_kv_load(&w))
 		return mc_pass(&w, now);
-	if (xps_load(skb, 0, sc->in, n))
-		return mc_pass(&w, now);
-	w.len = n;
+	n = w.len;
 
 	if (w.udp) {
 		/* the 8-byte frame: one datagram, one request */
 		if (xps_mc_udp_parse(sc->in, n, &req_id))
 			return mc_pass(&w, now);
 		w.off = XPS_MC_UDP_HDR_LEN;
-		w.base = XPS_MC_UDP_HDR_LEN;
 		w.out_len = XPS_MC_UDP_HDR_LEN;
 		/* the common case: the datagram is one get (see serve_one()) */
 		if (w.serve && n == w.seg_len && n > XPS_MC_UDP_HDR_LEN &&

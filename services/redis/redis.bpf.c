@@ -354,13 +354,11 @@ int xps_redis(struct __sk_buff *skb)
 	if (!xps_may_consume(skb) || xps_kv_idle_due(&st->kv, w.cs, now))
 		w.serve = 0;
 
-	n = w.seg_len < XPS_SCRATCH ? w.seg_len : XPS_SCRATCH;
-	barrier_var(n);
-	if (n < 1 || n > XPS_SCRATCH)
+	if (xps_kv_load(&w)) {
+		xps_kv_passed(w.cs, now);
 		return xps_pass(skb);
-	if (xps_load(skb, 0, sc->in, n))
-		return xps_pass(skb);
-	w.len = n;
+	}
+	n = w.len;
 
 	/* the common case: the segment is one GET (see serve_one()) */
 	if (w.serve &&
