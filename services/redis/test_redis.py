@@ -710,6 +710,42 @@ def test_writes_after_lost_boundaries_invalidate():
 
 
 @test
+def test_requests_cut_in_their_heads():
+    """A request head cut by the end of its segment is carried to the next
+    one: a write whose key the cut splits invalidates that key (never a
+    stale GET after its +OK), and the connection stays on the fast path."""
+    r = Redis()
+    try:
+        c = start_serving(r)
+        w = Client()
+        for i, cut in enumerate((9, 14, 17, 19, 21, 24)):
+            key = b"cut:k%d" % i
+            eq(c.call("SET", key, "old"), b"+OK\r\n", "SET")
+            warm(c, key.decode(), b"old")
+            req = resp(b"SET", key, b"new%d" % i)
+            w.c.sendall(req[:cut])
+            time.sleep(0.05 * SLOW)
+            w.c.sendall(req[cut:])
+            rep, w.buf = read_reply(w.c, w.buf)
+            eq(rep, b"+OK\r\n", "SET cut at %d" % cut)
+            eq(c.call("GET", key), b"$4\r\nnew%d\r\n" % i, "GET after the cut SET")
+            # a GET cut in its head, on the same connection
+            req = resp(b"GET", key)
+            w.c.sendall(req[:cut // 2])
+            time.sleep(0.05 * SLOW)
+            w.c.sendall(req[cut // 2:])
+            rep, w.buf = read_reply(w.c, w.buf)
+            eq(rep, b"$4\r\nnew%d\r\n" % i, "GET cut at %d" % (cut // 2))
+        # the writer's connection kept its count: the kernel answers on it
+        warm(w, "cut:k5", b"new5")
+        w.close()
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
 def test_pipelines_split_and_state():
     r = Redis()
     try:

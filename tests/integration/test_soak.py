@@ -118,8 +118,10 @@ def client(tid, deadline, failures, counts, slow=False, reader=False):
         b = socket.create_connection(("127.0.0.1", ACCEL))
         time.sleep(0.05)        # past accept(), so that XPS may answer
         for _ in range(rng.randrange(1, 40)):
-            stream = b"".join(commands(rng, tid, reader)
-                              for _ in range(rng.choice((1, 1, 1, 4, 16))))
+            n = rng.choice((1, 1, 1, 4, 16))
+            stream = b"".join(commands(rng, tid, reader) for _ in range(n))
+            if reader and not slow:
+                counts[1] += 1      # one segment of GETs of keys nobody writes
             cuts = sorted(rng.sample(range(1, len(stream)), min(3, len(stream) - 1))) \
                 if len(stream) > 1 and not reader and rng.random() < 0.3 else []
             if slow:
@@ -163,7 +165,7 @@ def test_differential_soak():
             while len(got) < len(want):
                 got += c.recv(4096)
             c.close()
-        failures, counts = [], [0]
+        failures, counts = [], [0, 0]
         deadline = time.time() + SECONDS
         threads = [threading.Thread(target=client,
                                     args=(t, deadline, failures, counts, False, t % 2 == 0))
@@ -181,6 +183,7 @@ def test_differential_soak():
         for t in threads:
             t.join()
         chaos_tx = stats("soak")["tx"]
+        chaos_gets = counts[1]
         # Then readers alone for a while, compared the same way.  Under
         # the writers above, unanswered writes of every key (malformed
         # requests, segments the walk could not finish, pipelines of many
@@ -199,10 +202,12 @@ def test_differential_soak():
                 t.join()
         s = stats("soak")
         plain_kib, accel_kib = rss_kib(servers[0]), rss_kib(servers[1])
-        print("    %d exchanges on %d connections' worth of threads; kernel answered %d "
-              "(%d under the writers), passed %d; server RSS: plain %d KiB, with XPS %d KiB"
-              % (counts[0], len(threads) + 2, s["tx"], chaos_tx, s["pass"], plain_kib,
-                 accel_kib))
+        print("    %d exchanges on %d connections' worth of threads; kernel answered %d, "
+              "passed %d; under the writers it answered %d of the readers' %d segments of GETs "
+              "(%.0f%%); "
+              "server RSS: plain %d KiB, with XPS %d KiB"
+              % (counts[0], len(threads) + 2, s["tx"], s["pass"], chaos_tx, chaos_gets,
+                 100.0 * chaos_tx / max(chaos_gets, 1), plain_kib, accel_kib))
         # the same commands reached both: the same memory, give or take
         if accel_kib > plain_kib * 3 // 2 + 20 * 1024:
             raise AssertionError("the accelerated server grew to %d KiB, the plain one %d KiB"
