@@ -414,6 +414,35 @@ static __always_inline int xps_kv_may_serve(const struct xps_kv_state *st,
 }
 
 /*
+ * Before any lookup of a run: if segments reached the service without any
+ * handler seeing them since this cache last looked (xps_config.unseen,
+ * moved by the framework before the service could read them), they may
+ * have written anything: nothing cached before is served again.  The
+ * generation is bumped before the mark is stored, so that a run that finds
+ * the mark current also finds the bump.  A global function: its frame
+ * stays off the handlers' call chains.
+ */
+__attribute__((noinline))
+int xps_kv_unseen(struct xps_kv_state *st)
+{
+	struct xps_config *cfg;
+	__u32 zero = 0;
+	__u64 u;
+
+	if (!st)
+		return 0;
+	cfg = bpf_map_lookup_elem(&xps_config, &zero);
+	if (!cfg)
+		return 0;
+	u = *(volatile __u64 *)&cfg->unseen;
+	if (u == *(volatile __u64 *)&st->unseen)
+		return 0;
+	__sync_fetch_and_add(&st->cgen, 1);
+	*(volatile __u64 *)&st->unseen = u;
+	return 1;
+}
+
+/*
  * Stop the fast path of every connection until the filler has checked
  * the server again, after the server answered the request that stopped
  * it (which the caller counts as a write of every key).  The stop

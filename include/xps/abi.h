@@ -391,6 +391,15 @@ struct xps_config {
 	 * connections XPS does not see, made after the context existed.
 	 */
 	__u64 unrecorded;
+	/*
+	 * TCP segments of recorded connections passed to a service without
+	 * running its handler (a nested run, a handler that cannot be
+	 * reached: XPS_LOST_NESTED, XPS_LOST_NO_RUN).  Each also counts as
+	 * an unanswered write of every key on its connection; a cache
+	 * handler drops its whole cache at its next run after this moves
+	 * (xps_kv_unseen() in bpf/lib/kvcache.bpf.h).
+	 */
+	__u64 unseen;
 };
 
 enum xps_config_flags {
@@ -454,6 +463,6 @@ _Static_assert(sizeof(struct xps_ctx_info) == 264, "xps_ctx_info layout");
 _Static_assert(sizeof(struct xps_run) == 64, "xps_run layout");
 _Static_assert(sizeof(struct xps_reply) == 32, "xps_reply layout");
 _Static_assert(sizeof(struct xps_conn) == 144, "xps_conn layout");
-_Static_assert(sizeof(struct xps_config) == 40, "xps_config layout");
+_Static_assert(sizeof(struct xps_config) == 48, "xps_config layout");
 
 #endif /* __XPS_ABI_H */

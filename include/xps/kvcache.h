@@ -140,11 +140,12 @@ struct xps_kv_state {
 	__u32 flags;			/* see above */
 	__u64 lease_ns;
 	__u64 idle_pass_ns;
+	__u64 unseen;			/* xps_config.unseen when last looked */
 };
 
 _Static_assert(sizeof(struct xps_kv_key) == 8 + XPS_KV_KEY_MAX, "xps_kv_key layout");
 _Static_assert(sizeof(struct xps_kv_hkey) == 8, "xps_kv_hkey layout");
-_Static_assert(sizeof(struct xps_kv_state) == 24, "xps_kv_state layout");
+_Static_assert(sizeof(struct xps_kv_state) == 32, "xps_kv_state layout");
 _Static_assert(sizeof(struct xps_kv_arm) == 16 + 8 + XPS_KV_KEY_MAX, "xps_kv_arm layout");
 _Static_assert(sizeof(struct xps_kv_value) == 56 + 8 + XPS_KV_KEY_MAX + XPS_KV_VALUE_MAX,
 	       "xps_kv_value layout");

@@ -326,6 +326,7 @@ int xps_memcached(struct __sk_buff *skb)
 	w.sc = sc;
 	w.st = st;
 	w.cgen = &st->kv.cgen;
+	xps_kv_unseen(&st->kv);
 	w.udp_write_ns = &st->last_udp_write_ns;
 	/*
 	 * UDP never has connection state: deciding both on the protocol

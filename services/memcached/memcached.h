@@ -42,6 +42,6 @@ enum mc_conn_flags {
 	MC_CONN_SPOKEN = 1 << 1,	/* memcached was given bytes of it */
 };
 
-_Static_assert(sizeof(struct mc_state) == 56, "mc_state layout");
+_Static_assert(sizeof(struct mc_state) == 64, "mc_state layout");
 
 #endif

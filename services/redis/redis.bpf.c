@@ -337,6 +337,7 @@ int xps_redis(struct __sk_buff *skb)
 	w.sc = sc;
 	w.st = st;
 	w.cgen = &st->kv.cgen;
+	xps_kv_unseen(&st->kv);
 	w.cs = xps_conn_state(skb);
 	w.seg_len = xps_len(skb);
 

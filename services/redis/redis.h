@@ -40,6 +40,6 @@ enum redis_conn_flags {
 	REDIS_CONN_NO_SERVE = 1 << 0,	/* SELECT, MULTI, AUTH, HELLO... seen */
 };
 
-_Static_assert(sizeof(struct redis_state) == 24, "redis_state layout");
+_Static_assert(sizeof(struct redis_state) == 32, "redis_state layout");
 
 #endif

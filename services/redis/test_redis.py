@@ -745,6 +745,49 @@ def test_requests_cut_in_their_heads():
         r.close()
 
 
+def slot_active(name, on):
+    """Set or clear XPS_SLOT_ACTIVE of context @name's slot in the pinned
+    xps_slots map: while it is clear the framework passes the context's
+    segments without running its handler (as a nested run does)."""
+    import json
+    slot = [h for h in xpsctl("handler", "list") if h["name"] == name][0]["slot"]
+    key = ["%d" % b for b in slot.to_bytes(4, "little")]
+    pin = "/sys/fs/bpf/xps/xps_slots"
+    got = json.loads(subprocess.check_output(
+        ["bpftool", "-j", "map", "lookup", "pinned", pin, "key"] + key))
+    val = [int(b, 16) for b in got["value"]]
+    val[0] = (val[0] | 1) if on else (val[0] & ~1)
+    subprocess.check_call(["bpftool", "map", "update", "pinned", pin, "key"] + key +
+                          ["value"] + ["%d" % b for b in val])
+
+
+@test
+def test_write_the_handler_never_saw():
+    """A segment the framework passes without running the handler (here:
+    its slot made inactive for a moment) may hold any write: the kernel
+    must not answer the old value after it."""
+    r = Redis()
+    try:
+        c = start_serving(r)
+        eq(c.call("SET", "unseen:k", "old"), b"+OK\r\n", "SET")
+        warm(c, "unseen:k", b"old")
+        w = Client()
+        slot_active("redis", False)
+        try:
+            eq(w.call("SET", "unseen:k", "new"), b"+OK\r\n", "SET with no handler run")
+        finally:
+            slot_active("redis", True)
+        for _ in range(20):
+            eq(c.call("GET", "unseen:k"), b"$3\r\nnew\r\n", "GET after the unseen SET")
+        # and the cache comes back
+        warm(c, "unseen:k", b"new")
+        w.close()
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
 @test
 def test_pipelines_split_and_state():
     r = Redis()
