@@ -262,23 +262,18 @@ static __always_inline int conn_may_answer(struct xps_conn *conn,
 }
 
 /*
- * Bytes go to the service without the handler having seen them: the
- * connection loses its count (xps__lose_count()), and, since they may
- * hold a write of anything, they count as an unanswered write of every key
- * on it (as xps_note_write() and xps_note_write_all() count one, released
+ * Bytes reach the service that no handler saw: since they may hold a
+ * write of anything, they count as an unanswered write of every key on
+ * @conn (as xps_note_write() and xps_note_write_all() count one, released
  * the same way) and move xps_config.unseen, after which a cache handler
- * serves nothing it cached before (docs/coherence.md).  Both before the
- * service can read the bytes.
+ * serves nothing it cached before (docs/coherence.md).
  */
-static __always_inline void pass_uncounted(struct xps_conn *conn, __u32 why)
+static __always_inline void count_unseen(struct xps_conn *conn)
 {
 	struct xps_config *cfg;
 	struct xps_wpend *wp;
 	__u32 zero = 0;
 
-	if (!conn)
-		return;
-	xps__lose_count(conn, why);
 	cfg = bpf_map_lookup_elem(&xps_config, &zero);
 	wp = bpf_map_lookup_elem(&xps_wpend, &zero);
 	if (!cfg || !wp)
@@ -288,6 +283,19 @@ static __always_inline void pass_uncounted(struct xps_conn *conn, __u32 why)
 	__sync_fetch_and_add(&wp->ovf, 1);
 	__sync_fetch_and_add(&conn->wovf, 1);
 	__sync_fetch_and_add(&cfg->unseen, 1);
+}
+
+/*
+ * Bytes go to the service without the handler having seen them: the
+ * connection loses its count (xps__lose_count()) and they count as
+ * unseen (count_unseen()), before the service can read them.
+ */
+static __always_inline void pass_uncounted(struct xps_conn *conn, __u32 why)
+{
+	if (!conn)
+		return;
+	xps__lose_count(conn, why);
+	count_unseen(conn);
 }
 
 #endif /* __XPS_FW_DISPATCH_BPF_H */

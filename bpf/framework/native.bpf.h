@@ -65,8 +65,17 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 
 			if (bpf_core_field_exists(tp->xps_state))
 				st = tp->xps_state;
-			if (st & XPS_SK_LOST)
+			/*
+			 * The hook handed the owner bytes the program
+			 * did not see, at any time before this run (an
+			 * overlap, urgent data, a failed clone): unseen,
+			 * counted late, and again at every run, as more
+			 * may have gone since (docs/coherence.md).
+			 */
+			if (st & XPS_SK_LOST) {
 				xps__lose_count(conn, XPS_LOST_HOOK);
+				count_unseen(conn);
+			}
 			run->write_seq = tp->write_seq;
 			run->may_consume = !(st & (XPS_SK_SEE_ONLY |
 						   XPS_SK_LOST)) &&
