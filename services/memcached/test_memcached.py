@@ -17,7 +17,7 @@ import time
 # the integration harness lives with the other suites
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "tests", "integration"))
-from xpstest import eq, main, stats, test, wait_for, xpsctl, SLOW
+from xpstest import eq, log_end, main, stats, test, wait_for, wait_log, xpsctl, SLOW
 
 PORT = 17450
 
@@ -558,10 +558,10 @@ def test_server_on_its_own_address():
             except OSError:
                 return False
         wait_for(up, what="memcached on %s" % addr)
+        since = log_end("/run/xps/mcaddr.log")
         xpsctl("service", "memcached", "--port", port, "--name", "mcaddr")
-        wait_for(lambda: "serving gets" in open("/run/xps/mcaddr.log").read(),
-                 timeout=10, what="xps-memcachedd to serve")
-        log = open("/run/xps/mcaddr.log").read()
+        log = wait_log("/run/xps/mcaddr.log", "serving gets", since,
+                       what="xps-memcachedd to serve")
         if "%s:%d" % (addr, port) not in log:
             raise AssertionError("the filler did not use %s: %s" % (addr, log))
         c = socket.create_connection((addr, port))

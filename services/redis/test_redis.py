@@ -19,7 +19,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "tests", "integration"))
 from xpstest import (attach, backend, kv_seal, resp, XpsError, eq, redis_cli, kv_value_hex, main, recv_exact,
-                     stats, test, wait_for, xpsctl, SLOW)
+                     stats, test, wait_for, xpsctl, SLOW, log_end, wait_log)
 
 PORT = 17400
 
@@ -118,10 +118,10 @@ class Client:
 
 
 def start_service(r, name="redis"):
-    xpsctl("service", "redis", "--port", r.port, "--name", name)
     log = "/run/xps/%s.log" % name
-    wait_for(lambda: os.path.exists(log) and "serving GETs" in open(log).read(),
-             timeout=10, what="xps-redisd to start serving")
+    since = log_end(log)
+    xpsctl("service", "redis", "--port", r.port, "--name", name)
+    wait_log(log, "serving GETs", since, what="xps-redisd to start serving")
 
 
 def warm(c, key, value):
@@ -676,18 +676,33 @@ def test_no_stale_read_after_acknowledged_write():
         r.close()
 
 
+def never_stale_after(key, write):
+    """Cache @key as "old" (the kernel answers it on connection c), run
+    write(w, c) with a second connection w, which leaves "new" in Redis and
+    reads its +OK, then GET @key twenty times on c: always "new"."""
+    r = Redis()
+    try:
+        c = start_serving(r)
+        eq(c.call("SET", key, "old"), b"+OK\r\n", "SET")
+        warm(c, key, b"old")
+        w = Client()
+        write(w, c)
+        for _ in range(20):
+            eq(c.call("GET", key), b"$3\r\nnew\r\n", "GET after the acknowledged write")
+        w.close()
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
 @test
 def test_writes_after_lost_boundaries_invalidate():
     """A connection whose request boundaries the handler lost (a head cut
     longer than it keeps) is never parsed again: its bytes may hold any
     write.  Here a value carries a fake SET whose length swallows the next
     real SET, as a handler parsing from the cut would read it."""
-    r = Redis()
-    try:
-        c = start_serving(r)
-        eq(c.call("SET", "lb:k", "old"), b"+OK\r\n", "SET")
-        warm(c, "lb:k", b"old")
-        w = Client()
+    def write(w, c):
         key = b"K" * 400
         real = resp(b"SET", b"lb:k", b"new")
         fake = b"*3\r\n$3\r\nSET\r\n$3\r\nfoo\r\n$%d\r\n" % (len(real) + 10)
@@ -700,13 +715,7 @@ def test_writes_after_lost_boundaries_invalidate():
         w.c.sendall(real)
         rep, w.buf = read_reply(w.c, w.buf)
         eq(rep, b"+OK\r\n", "SET lb:k new")
-        for _ in range(20):
-            eq(c.call("GET", "lb:k"), b"$3\r\nnew\r\n", "GET after the acknowledged SET")
-        w.close()
-        c.close()
-    finally:
-        xpsctl("service", "stop", "redis", check=False)
-        r.close()
+    never_stale_after("lb:k", write)
 
 
 @test
@@ -766,26 +775,13 @@ def test_write_the_handler_never_saw():
     """A segment the framework passes without running the handler (here:
     its slot made inactive for a moment) may hold any write: the kernel
     must not answer the old value after it."""
-    r = Redis()
-    try:
-        c = start_serving(r)
-        eq(c.call("SET", "unseen:k", "old"), b"+OK\r\n", "SET")
-        warm(c, "unseen:k", b"old")
-        w = Client()
+    def write(w, c):
         slot_active("redis", False)
         try:
             eq(w.call("SET", "unseen:k", "new"), b"+OK\r\n", "SET with no handler run")
         finally:
             slot_active("redis", True)
-        for _ in range(20):
-            eq(c.call("GET", "unseen:k"), b"$3\r\nnew\r\n", "GET after the unseen SET")
-        # and the cache comes back
-        warm(c, "unseen:k", b"new")
-        w.close()
-        c.close()
-    finally:
-        xpsctl("service", "stop", "redis", check=False)
-        r.close()
+    never_stale_after("unseen:k", write)
 
 
 @test
@@ -795,25 +791,14 @@ def test_write_in_urgent_data():
     again the framework knows bytes went by unseen, and the kernel answers
     no value cached before (docs/coherence.md: the window up to then is a
     known gap of the hook)."""
-    r = Redis()
-    try:
-        c = start_serving(r)
-        eq(c.call("SET", "urg:k", "old"), b"+OK\r\n", "SET")
-        warm(c, "urg:k", b"old")
-        w = Client()
+    def write(w, c):
         # the last byte is urgent: out of band Redis never reads it, in
         # band (the stock backend's sockmap) it is an empty line it skips
         w.c.send(resp(b"SET", b"urg:k", b"new") + b"\n", socket.MSG_OOB)
         rep, w.buf = read_reply(w.c, w.buf)
         eq(rep, b"+OK\r\n", "SET sent with urgent data")
         eq(w.call("PING"), b"+PONG\r\n", "PING after it")
-        for _ in range(20):
-            eq(c.call("GET", "urg:k"), b"$3\r\nnew\r\n", "GET after the SET")
-        w.close()
-        c.close()
-    finally:
-        xpsctl("service", "stop", "redis", check=False)
-        r.close()
+    never_stale_after("urg:k", write)
 
 
 @test

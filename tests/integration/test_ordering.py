@@ -36,8 +36,8 @@ import threading
 import time
 
 import xpstest
-from xpstest import (resp, OUT, attach, eq, main, kv_value_hex, stats, test,
-                     wait_for, xpsctl)
+from xpstest import (resp, OUT, attach, eq, log_end, main, kv_value_hex, stats, test,
+                     wait_for, wait_log, xpsctl)
 
 PLAIN = os.environ.get("XPS_ORDERING_PLAIN") == "1"
 
@@ -103,12 +103,12 @@ def kernel_tx(name):
     return 0 if PLAIN else stats(name)["tx"]
 
 
-def wait_log(name, text):
-    if PLAIN:
-        return
+def start_filler(kind, port, name, text):
+    """xpsctl service @kind, then wait for its daemon to log @text."""
     log = "/run/xps/%s.log" % name
-    wait_for(lambda: os.path.exists(log) and text in open(log).read(),
-             timeout=10, what="'%s' in %s" % (text, log))
+    since = log_end(log)
+    xpsctl("service", kind, "--port", port, "--name", name)
+    wait_log(log, text, since)
 
 
 def served_by_kernel(name, ask, what, after=False):
@@ -365,8 +365,7 @@ class RedisCase(RespCase):
         self.st = None
         try:
             if not PLAIN:
-                xpsctl("service", "redis", "--port", REDIS_PORT, "--name", REDIS_SVC)
-                wait_log(REDIS_SVC, "serving GETs")
+                start_filler("redis", REDIS_PORT, REDIS_SVC, "serving GETs")
             # connections older than the service keep the handler out
             setup = Stream(REDIS_PORT)
             try:
@@ -643,8 +642,7 @@ def test_memcached_large_multiget_unread_then_get():
     try:
         wait_for(up, what="memcached on port %d" % MC_PORT)
         if not PLAIN:
-            xpsctl("service", "memcached", "--port", MC_PORT, "--name", MC_SVC)
-            wait_log(MC_SVC, "serving gets")
+            start_filler("memcached", MC_PORT, MC_SVC, "serving gets")
         # the big sets on a connection of their own (see RedisCase)
         setup = Stream(MC_PORT)
         try:

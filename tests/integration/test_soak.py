@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 
-from xpstest import resp, main, stats, test, wait_for, xpsctl
+from xpstest import log_end, resp, main, stats, test, wait_for, wait_log, xpsctl
 
 PLAIN, ACCEL = 26500, 26501
 SECONDS = float(os.environ.get("SOAK_SECONDS", "20"))
@@ -153,9 +153,9 @@ def client(tid, deadline, failures, counts, slow=False, reader=False):
 def test_differential_soak():
     servers = [redis(PLAIN), redis(ACCEL)]
     try:
+        since = log_end("/run/xps/soak.log")
         xpsctl("service", "redis", "--port", ACCEL, "--name", "soak")
-        wait_for(lambda: "serving GETs" in open("/run/xps/soak.log").read(),
-                 timeout=10, what="xps-redisd to serve")
+        wait_log("/run/xps/soak.log", "serving GETs", since, what="xps-redisd to serve")
         for port in (PLAIN, ACCEL):
             c = socket.create_connection(("127.0.0.1", port))
             c.sendall(b"".join(resp(b"SET", b"ro:k%d" % i, b"value-%d" % i * 10)

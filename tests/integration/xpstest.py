@@ -258,6 +258,36 @@ def wait_for(pred, timeout=5.0, what="condition"):
     raise AssertionError("timed out waiting for " + what)
 
 
+def log_end(path):
+    """Where the log @path ends now (0 if there is none): what a daemon
+    started after this writes comes later.  The daemons append to their
+    logs, so a line an earlier daemon wrote must not count for this one."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def wait_log(path, text, since, timeout=30.0, what=None):
+    """Wait until @text appears in the log @path after offset @since
+    (log_end() taken before the daemon started); the log's text then.
+    The default timeout leaves room for the verifier, which checks a
+    cache handler for seconds on a loaded machine."""
+    out = [""]
+
+    def seen():
+        try:
+            with open(path, errors="replace") as f:
+                if os.fstat(f.fileno()).st_size >= since:
+                    f.seek(since)
+                out[0] = f.read()
+        except OSError:
+            return False
+        return text in out[0]
+    wait_for(seen, timeout=timeout, what=what or "%r in %s" % (text, path))
+    return out[0]
+
+
 def bpf_ids(kind):
     """IDs of every BPF prog or map on the system (bpftool)."""
     p = subprocess.run(["bpftool", "-j", kind, "list"], capture_output=True,
