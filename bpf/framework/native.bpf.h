@@ -68,9 +68,10 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 			/*
 			 * The hook handed the owner bytes the program
 			 * did not see, at any time before this run (an
-			 * overlap, urgent data, a failed clone): unseen,
-			 * counted late, and again at every run, as more
-			 * may have gone since (docs/coherence.md).
+			 * overlap, a failed clone; with urgent data
+			 * unread it runs nothing): unseen, counted late,
+			 * and again at every run, as more may have gone
+			 * since (docs/coherence.md).
 			 */
 			if (st & XPS_SK_LOST) {
 				xps__lose_count(conn, XPS_LOST_HOOK);

@@ -785,23 +785,6 @@ def test_write_the_handler_never_saw():
 
 
 @test
-def test_write_in_urgent_data():
-    """A segment with urgent data reaches Redis without the patched
-    kernel's hook running the program on it.  Once the connection sends
-    again the framework knows bytes went by unseen, and the kernel answers
-    no value cached before (docs/coherence.md: the window up to then is a
-    known gap of the hook)."""
-    def write(w, c):
-        # the last byte is urgent: out of band Redis never reads it, in
-        # band (the stock backend's sockmap) it is an empty line it skips
-        w.c.send(resp(b"SET", b"urg:k", b"new") + b"\n", socket.MSG_OOB)
-        rep, w.buf = read_reply(w.c, w.buf)
-        eq(rep, b"+OK\r\n", "SET sent with urgent data")
-        eq(w.call("PING"), b"+PONG\r\n", "PING after it")
-    never_stale_after("urg:k", write)
-
-
-@test
 def test_pipelines_split_and_state():
     r = Redis()
     try:
