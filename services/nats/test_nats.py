@@ -162,13 +162,29 @@ class Client:
         r = b" " + reply.encode() if reply else b""
         self.s.sendall(b"PUB %s%s %d\r\n%s\r\n" % (subject.encode(), r, len(data), data))
 
-    def req(self, subject, body):
+    def req(self, subject, body, timeout=None):
+        """The reply to a request, None if none came within @timeout
+        seconds (with @timeout: JetStream drops an API request for a group
+        that has no leader, as while it elects one, and answers nothing)."""
         inbox = "_INBOX.t%d" % (self.sid + 1)
         sid = self.sub(inbox)
         self.pub(subject, json.dumps(body).encode() if body is not None else b"", inbox)
-        _, data = self.msg()
-        self.s.sendall(b"UNSUB %d\r\n" % sid)
-        return json.loads(data)
+        if timeout is not None:
+            self.s.settimeout(timeout * SLOW)
+        try:
+            while True:
+                subj, data = self.msg()
+                # a late reply to an earlier request that timed out
+                if subj == inbox:
+                    break
+        except socket.timeout:
+            if timeout is None:
+                raise
+            data = None
+        finally:
+            self.s.settimeout(10 * SLOW)
+            self.s.sendall(b"UNSUB %d\r\n" % sid)
+        return json.loads(data) if data is not None else None
 
     def flush(self):
         self.s.sendall(b"PING\r\n")
@@ -453,13 +469,16 @@ class Cluster:
                 "Duplicate Route" not in l]
         return [l for l in got if l not in (self.trouble_before or [])]
 
-    def consumer_info(self, d):
-        return self.c.req("$JS.API.CONSUMER.INFO.S1." + d, None)
+    def consumer_info(self, d, timeout=None):
+        """What consumer @d's leader says of it; with @timeout, None if it
+        said nothing in that time (see Client.req)."""
+        return self.c.req("$JS.API.CONSUMER.INFO.S1." + d, None, timeout)
 
-    def replica(self, d, i):
+    def replica(self, d, i, timeout=None):
         """What consumer @d's leader knows of server @i, None if it says
-        nothing (an API error while a group changes)."""
-        info = self.consumer_info(d)
+        nothing (an API error while a group changes, or no answer within
+        @timeout)."""
+        info = self.consumer_info(d, timeout) or {}
         for r in info.get("cluster", {}).get("replicas", []):
             if r.get("name") == "n%d" % i:
                 return r
@@ -739,14 +758,18 @@ def test_stopped_follower_seen_by_its_leaders():
                                  % (st1["answered"] - st0["answered"]))
         def back():
             # a follower resumed after its election timeout may win the
-            # group (Raft, with or without XPS: docs/nats.md)
-            if cl.consumer_info(led[0]).get("cluster", {}).get("leader") == "n%d" % ACCEL:
+            # group (Raft, with or without XPS: docs/nats.md); while the
+            # group elects, its API answers nothing
+            info = cl.consumer_info(led[0], timeout=2)
+            if info is None:
+                return False
+            if info.get("cluster", {}).get("leader") == "n%d" % ACCEL:
                 return True
-            return (cl.replica(led[0], ACCEL) or {}).get("active", 1e18) < 2e9
+            return (cl.replica(led[0], ACCEL, timeout=2) or {}).get("active", 1e18) < 2e9
         try:
-            wait_for(back, timeout=15, what="the leader hearing from the follower again")
+            wait_for(back, timeout=20, what="the leader hearing from the follower again")
         except AssertionError:
-            print("    consumer %s: %r" % (led[0], cl.consumer_info(led[0])))
+            print("    consumer %s: %r" % (led[0], cl.consumer_info(led[0], timeout=2)))
             raise
     finally:
         cl.close()
