@@ -9,7 +9,8 @@ the log before each suite and checks it after:
     tests/kernel_log.py mark FILE            remember where the log ends
     tests/kernel_log.py check FILE [--settle SEC]
                                              print the splats logged since,
-                                             exit 1 if there is one
+                                             exit 1 if there is one, 3 if
+                                             only the known defect below
     tests/kernel_log.py selftest             check the matching itself
 
 Records are read from /dev/kmsg, whose sequence numbers survive the ring
@@ -18,6 +19,15 @@ suite left queued, such as a sockmap psock's destruction, run first.
 
 A WARN_ON_ONCE prints once per boot: a splat that already fired before the
 mark is not seen again, whichever suite causes it next.
+
+One splat is a known defect of the stock kernel, not of XPS's code
+(docs/stock-backend.md, "A kernel race the framework cannot work
+around"): the psock worker charges a socket's receive memory without the
+socket lock, and `inet_sock_destruct()` warns about the lost update when
+the psock's destruction frees the socket.  `check` prints it loudly as
+KNOWN and does not fail on it, on a kernel that is not XPS's own; any
+other splat in the same run still fails, and XPS_KERNEL_LOG_STRICT=1
+fails on it too.
 """
 import os
 import re
@@ -90,6 +100,54 @@ def splats(since, recs=None):
     return out
 
 
+def known_defect(splat):
+    """Whether one splat (its lines, first the splat's) is the stock
+    kernel's sockmap charge race: the WARNING in inet_sock_destruct()
+    reached from the sk_psock_destroy work item, nothing else."""
+    return (bool(splat) and
+            re.search(r"WARNING: .* at net/ipv4/af_inet\.c:\d+ inet_sock_destruct",
+                      splat[0]) is not None and
+            any("Workqueue: events sk_psock_destroy" in l for l in splat[1:8]) and
+            not any(SPLAT_RE.search(l) for l in splat[1:]))
+
+
+def classify(lines):
+    """Split splats() output into (known defects, others), each a list of
+    splats (lists of lines)."""
+    known, other, cur = [], [], []
+    for line in lines + [""]:
+        if line:
+            cur.append(line)
+            continue
+        if cur:
+            (known if known_defect(cur) else other).append(cur)
+        cur = []
+    return known, other
+
+
+def judge(lines):
+    """(known, other) of classify(), every splat counted as other on
+    XPS's own kernel or with XPS_KERNEL_LOG_STRICT=1."""
+    known, other = classify(lines)
+    if own_kernel() or os.environ.get("XPS_KERNEL_LOG_STRICT") == "1":
+        return [], known + other
+    return known, other
+
+
+KNOWN_NOTE = ("KNOWN KERNEL DEFECT, not counted as a failure (docs/stock-backend.md, "
+              "\"A kernel race the framework cannot work around\"; "
+              "XPS_KERNEL_LOG_STRICT=1 counts it):")
+
+
+def own_kernel():
+    """Whether this is XPS's patched kernel, which must carry no such race."""
+    try:
+        with open("/proc/sys/kernel/osrelease") as f:
+            return "xps" in f.read()
+    except OSError:
+        return False
+
+
 def selftest():
     recs = [(5, "old: WARNING: before the mark"), (6, "usb 1-1: new device"),
             (7, "------------[ cut here ]------------"),
@@ -97,6 +155,7 @@ def selftest():
             (9, "Workqueue: events sk_psock_destroy"),
             (10, "refcount_t: underflow; use-after-free."),
             (11, "Speculative Return Stack Overflow: Mitigation: off")]
+    race = recs[:5] + recs[6:]
     checks = [
         (mark(recs), 11, "mark is the last sequence number"),
         (mark([]), -1, "mark of an empty log"),
@@ -110,6 +169,14 @@ def selftest():
         (splats(None, recs), None, "no mark: no check"),
         (parse("4,1234,56789,-;WARNING: x\n SUBSYSTEM=net\n"), (1234, "WARNING: x"),
          "a /dev/kmsg record"),
+        (len(classify(splats(6, race))[0]), 1, "the psock charge race is known"),
+        (len(classify(splats(6, race))[1]), 0, "nothing else in it"),
+        (len(classify(splats(6, recs))[1]), 1,
+         "another splat within its lines makes it unknown"),
+        (len(classify(splats(9, recs))[1]), 1, "a refcount_t complaint is not known"),
+        (classify([recs[3][1], "Workqueue: events tcp_write_timer", ""]),
+         ([], [[recs[3][1], "Workqueue: events tcp_write_timer"]]),
+         "the same WARNING from another work item is not known"),
     ]
     bad = [(what, got, want) for got, want, what in checks if got != want]
     for what, got, want in bad:
@@ -146,12 +213,19 @@ def main(argv):
             print("NOTE: the kernel log cannot be read here (needs root): "
                   "NO splat check for this suite")
             return 0
-        if found:
-            print("FAIL: the kernel logged a splat while this suite ran:")
-            for line in found:
+        known, other = judge(found)
+        for splat in known:
+            print(KNOWN_NOTE)
+            for line in splat:
                 print("    " + line)
+        if other:
+            print("FAIL: the kernel logged a splat while this suite ran:")
+            for splat in other:
+                for line in splat:
+                    print("    " + line)
+                print()
             return 1
-        return 0
+        return 3 if known else 0
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -6,7 +6,8 @@
 #
 # Suites that cannot run on this machine fail loudly; nothing is skipped
 # silently.  A suite also fails when this machine's kernel logs a splat
-# (WARNING, BUG, KASAN, refcount_t, ...) while it runs (tests/kernel_log.py);
+# (WARNING, BUG, KASAN, refcount_t, ...) while it runs (tests/kernel_log.py;
+# one known defect of the stock kernel is printed, not failed: see there);
 # the vm suite's guest has its own check (scripts/vm-run.sh).
 set -u
 cd "$(dirname "$0")/.."
@@ -24,10 +25,13 @@ run() {
 	python3 tests/kernel_log.py mark "$OUT/kernel-log.mark"
 	"$@"
 	rc=$?
-	if ! python3 tests/kernel_log.py check "$OUT/kernel-log.mark"; then
-		name+=": the kernel logged a splat"
-		[ $rc -eq 0 ] && rc=1
-	fi
+	python3 tests/kernel_log.py check "$OUT/kernel-log.mark"
+	case $? in
+	0)	;;
+	3)	name+=" (the kernel logged its known sockmap charge race: see above)" ;;
+	*)	name+=": the kernel logged a splat"
+		[ $rc -eq 0 ] && rc=1 ;;
+	esac
 	case $rc in
 	0)	results+=("PASS     $name ($((SECONDS - t0))s)") ;;
 	77)	results+=("NOT RUN  $name: see the message above") ;;

@@ -354,4 +354,8 @@ def kernel_log_splats(mark):
     if found is None:
         print("    NOTE: the kernel log cannot be read here: no splat check")
         return []
-    return found
+    known, other = kernel_log.judge(found)
+    for splat in known:
+        print("    " + kernel_log.KNOWN_NOTE)
+        print("\n".join("        " + l for l in splat))
+    return [l for splat in other for l in splat + [""]]
