@@ -785,6 +785,34 @@ def test_write_the_handler_never_saw():
 
 
 @test
+def test_write_in_urgent_data():
+    """A SET whose last byte is urgent: the patched kernel's hook runs
+    the program on it see-only and marks the connection lost (urgent data
+    may leave the stream Redis reads), so the framework counts a write of
+    every key before Redis has even read the SET, and no GET after Redis's
+    answer is served a value cached before (docs/coherence.md)."""
+    r = Redis()
+    try:
+        c = start_serving(r)
+        eq(c.call("SET", "urg:k", "old"), b"+OK\r\n", "SET")
+        warm(c, "urg:k", b"old")
+        w = Client()
+        # the last byte is urgent: out of band Redis never reads it, in
+        # band (the stock backend's sockmap) it is an empty line it skips
+        w.c.send(resp(b"SET", b"urg:k", b"new") + b"\n", socket.MSG_OOB)
+        rep, w.buf = read_reply(w.c, w.buf)
+        eq(rep, b"+OK\r\n", "SET sent with urgent data")
+        for _ in range(20):
+            eq(c.call("GET", "urg:k"), b"$3\r\nnew\r\n", "GET after the SET")
+        eq(w.call("PING"), b"+PONG\r\n", "PING after it")
+        w.close()
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
 def test_pipelines_split_and_state():
     r = Redis()
     try:

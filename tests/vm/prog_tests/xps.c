@@ -1211,6 +1211,43 @@ out:
 	xps_test__destroy(skel);
 }
 
+/*
+ * Urgent data may leave the stream the owner reads (here, without
+ * SO_OOBINLINE, the owner reads "OWN" and the urgent "R" out of band): the
+ * program still sees the segment, whose bytes a cache must know of, but
+ * see-only, and the connection is lost to it.
+ */
+static void test_tcp_urgent(void)
+{
+	int cli = -1, srv = -1, link = -1;
+	struct xps_test *skel;
+	char buf[4];
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, 8960, &cli, &srv) ||
+	    !ASSERT_TRUE(ownr_answered(cli), "answered before urgent data"))
+		goto out;
+	if (!ASSERT_EQ(send(cli, "OWNR", 4, MSG_OOB), 4, "send(MSG_OOB)") ||
+	    !ASSERT_OK(recv_all(srv, buf, 3), "owner recv in band") ||
+	    !ASSERT_STRNEQ(buf, "OWN", 3, "in-band bytes") ||
+	    !ASSERT_EQ(recv(srv, buf, 1, MSG_OOB), 1, "owner recv(MSG_OOB)") ||
+	    !ASSERT_EQ(buf[0], 'R', "urgent byte"))
+		goto out;
+	if (!ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), 1,
+		       "the program saw the urgent segment, see-only") ||
+	    !ASSERT_FALSE(readable(cli, 100), "no reply to urgent data"))
+		goto out;
+	ownr_to_owner(skel, cli, srv, 2, "connection lost after urgent data");
+out:
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
 /* Data in a Fast Open SYN reaches the owner without the program: the
  * connection is lost to it.
  */
@@ -2121,6 +2158,7 @@ static const struct {
 	{ "tcp_owner_writing", test_tcp_owner_writing },
 	{ "tcp_owner_unsent", test_tcp_owner_unsent },
 	{ "tcp_attach_gap", test_tcp_attach_gap },
+	{ "tcp_urgent", test_tcp_urgent },
 	{ "tcp_fastopen", test_tcp_fastopen },
 	{ "tcp_opt_in", test_tcp_opt_in },
 	{ "udp_tx_v4", test_udp_tx_v4 },
