@@ -67,11 +67,12 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 				st = tp->xps_state;
 			/*
 			 * The hook handed the owner bytes the program
-			 * did not see, at any time before this run (an
-			 * overlap, a failed clone; with urgent data
-			 * unread it runs nothing): unseen, counted late,
-			 * and again at every run, as more may have gone
-			 * since (docs/coherence.md).
+			 * did not see, at any time before this run (a
+			 * failed clone, bytes from before the program),
+			 * or this run is of urgent data (seen, but it
+			 * may leave the stream the owner reads): unseen,
+			 * counted then, and again at every run, as more
+			 * may have gone since (docs/coherence.md).
 			 */
 			if (st & XPS_SK_LOST) {
 				xps__lose_count(conn, XPS_LOST_HOOK);

@@ -193,6 +193,15 @@ struct xps_kv_walk {
  */
 #define XPS_KV_CONN_ADRIFT	(1U << 15)
 
+/*
+ * A connection the service stopped executing: a request of it drew a
+ * protocol error (XPS_F_CLOSES), after which the service executes nothing
+ * more of it and closes it.  Its later segments are passed unparsed and
+ * uncounted, and are no writes (xps_kv_skip()).  A bit of the connection's
+ * handler state that the services leave free.
+ */
+#define XPS_KV_CONN_CLOSING	(1U << 13)
+
 /* The walk lost the request boundaries of the segment's connection. */
 static __always_inline void xps_kv_adrift(struct xps_kv_walk *w)
 {
@@ -974,12 +983,23 @@ static __always_inline long xps_kv_walk_common(struct xps_kv_walk *w, int kind)
 		/* else: past the scratch copy, the count walk counts it */
 		w->done = 1;
 		return 1;
-	default:	/* MALFORMED: boundaries lost */
+	default:	/* MALFORMED */
+		w->serve = 0;
+		w->done = 1;
+		if ((req->flags & XPS_F_CLOSES) && w->cs) {
+			/*
+			 * Nothing of it or after it executes: no write.
+			 * The requests before it were walked; their
+			 * replies, the error's and the close follow.
+			 */
+			xps_requests_lost(w->skb);
+			w->cs->flags |= w->conn_no_serve | XPS_KV_CONN_CLOSING;
+			return 1;
+		}
+		/* boundaries lost */
 		req->flags |= XPS_F_ALL;
 		xps_kv_invalidate(w);
 		xps_kv_adrift(w);
-		w->serve = 0;
-		w->done = 1;
 		return 1;
 	}
 	w->off += req->req_len;
@@ -989,7 +1009,9 @@ static __always_inline long xps_kv_walk_common(struct xps_kv_walk *w, int kind)
 /*
  * Before the walk: 1 when the segment must be passed unparsed.  Either
  * its connection is adrift (XPS_KV_CONN_ADRIFT: the segment counts as a
- * write of every key, and its requests as lost), or the whole segment is
+ * write of every key, and its requests as lost), or the service executes
+ * nothing more of it (XPS_KV_CONN_CLOSING: its requests are lost, and are
+ * no writes), or the whole segment is
  * the rest of a request an earlier segment started (nothing starts here);
  * where that rest ends inside the segment, the walk starts after it.
  */
@@ -997,8 +1019,9 @@ static __always_inline int xps_kv_skip(struct xps_kv_walk *w)
 {
 	if (!w->cs)
 		return 0;
-	if (w->cs->flags & XPS_KV_CONN_ADRIFT) {
-		xps_kv_write_all(w);
+	if (w->cs->flags & (XPS_KV_CONN_ADRIFT | XPS_KV_CONN_CLOSING)) {
+		if (w->cs->flags & XPS_KV_CONN_ADRIFT)
+			xps_kv_write_all(w);
 		xps_requests_lost(w->skb);
 		return 1;
 	}
@@ -1026,7 +1049,8 @@ static __always_inline int xps_kv_skip(struct xps_kv_walk *w)
 		/* the last iteration may have consumed the last request */ \
 		if ((w)->off >= (w)->len)				\
 			(w)->done = 1;					\
-		if (!(w)->done || !xps_kv_whole(w)) {			\
+		if ((!(w)->done || !xps_kv_whole(w)) &&			\
+		    !((w)->cs && ((w)->cs->flags & XPS_KV_CONN_CLOSING))) { \
 			if (!(w)->done ||				\
 			    (w)->off < (w)->seg_len + (w)->carry) {	\
 				xps_kv_write_all(w);			\

@@ -140,7 +140,8 @@ enum xps_req_kind {
 	XPS_REQ_INCOMPLETE = 5,
 	/* The service will reject the bytes, or may read them differently from
 	 * this parser: PASS, stop serving the connection, treat as XPS_F_ALL
-	 * (the parser has lost the request boundaries). */
+	 * (the parser has lost the request boundaries); with XPS_F_CLOSES,
+	 * the service executes nothing of the connection from here on. */
 	XPS_REQ_MALFORMED = 6,
 };
 
@@ -165,6 +166,10 @@ enum xps_req_flags {
 					 * exptime 0, its data block seen
 					 * ending in CRLF: stored, the item
 					 * is the block and never expires */
+	XPS_F_CLOSES = 1 << 12,		/* MALFORMED that the service rejects
+					 * with a protocol error, executing
+					 * nothing of it or after it on the
+					 * connection (Redis closes it) */
 };
 
 /* A byte range of the scratch buffer. */

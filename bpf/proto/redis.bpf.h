@@ -477,7 +477,7 @@ XPS_INLINE __u32 xps_redis_lookup_config(const struct xps_words *wd)
 	return (__u32)xps_redis__lookup(wd, XPS__RT_CONFIG);
 }
 
-enum { XPS__NUM_OK = 0, XPS__NUM_MORE = 1, XPS__NUM_BAD = 2 };
+enum { XPS__NUM_OK = 0, XPS__NUM_MORE = 1, XPS__NUM_BAD = 2, XPS__NUM_LONG = 3 };
 
 /* What xps_redis__num() found. */
 struct xps_redis_num {
@@ -490,9 +490,12 @@ struct xps_redis_num {
 /*
  * The number after '*' or '$', as Redis reads it: string2ll() on the bytes
  * up to the first '\r' ("0" or -?[1-9][0-9]*), then Redis skips the '\r'
- * and whatever byte follows without looking at it.  19+ digits are refused
- * here (Redis overflows at 19-20); that only turns a request Redis rejects,
- * or accepts as empty, into MALFORMED.  A global function: verified once,
+ * and whatever byte follows without looking at it.  19 or 20 digits before
+ * the '\r' are refused here (XPS__NUM_LONG; Redis overflows at 19-20): that
+ * only turns a request Redis rejects, or accepts as empty, into MALFORMED.
+ * Anything else refused (XPS__NUM_BAD) is no number to string2ll() either,
+ * or has a NUL before its '\r', which Redis's strchr() never gets past.
+ * A global function: verified once,
  * and its results come back to the caller as unknown values, so that all
  * the caller's paths through it are one.  Returns out->st.
  */
@@ -528,9 +531,12 @@ XPS_GLOBAL int xps_redis__num(const struct xps_buf *buf, __u32 len, __u32 pos,
 		out->st = XPS__NUM_MORE;
 		return out->st;
 	}
-	if (XPS_AT(buf->b, p) != '\r' || !nd || nd > 18 ||
-	    (zero && (nd > 1 || neg)))
+	if (XPS_AT(buf->b, p) != '\r' || !nd || (zero && (nd > 1 || neg)))
 		return out->st;
+	if (nd > 18) {
+		out->st = XPS__NUM_LONG;
+		return out->st;
+	}
 	if (p + 1 >= len) {
 		out->st = XPS__NUM_MORE;
 		return out->st;
@@ -717,8 +723,14 @@ XPS_GLOBAL int xps_redis__parse_resp(const struct xps_buf *buf, __u32 len,
 	pos = num.next;
 	if (r == XPS__NUM_MORE)
 		goto more;
-	if (r != XPS__NUM_OK || argc > 0x7fffffff)
+	if (r != XPS__NUM_OK || argc > 0x7fffffff) {
+		/* "invalid multibulk length", but for a long negative
+		 * count, which Redis may take for an empty array
+		 */
+		if (r != XPS__NUM_LONG)
+			req->flags |= XPS_F_CLOSES;
 		goto bad;
+	}
 	if (argc <= 0) {
 		/* Redis drops an empty array silently. */
 		req->req_len = pos - off;
@@ -736,15 +748,24 @@ XPS_GLOBAL int xps_redis__parse_resp(const struct xps_buf *buf, __u32 len,
 			break;
 		if (pos >= len)
 			goto more;
-		if (XPS_AT(buf->b, pos) != '$')
+		if (XPS_AT(buf->b, pos) != '$') {
+			/* "expected '$'" */
+			req->flags |= XPS_F_CLOSES;
 			goto bad;
+		}
 		r = xps_redis__num(buf, len, pos + 1, 0, &num);
 		bl = num.val;
 		ds = num.next;
 		if (r == XPS__NUM_MORE)
 			goto more;
-		if (r != XPS__NUM_OK || bl > XPS_REDIS_MAX_BULK)
+		if (r != XPS__NUM_OK || bl > XPS_REDIS_MAX_BULK) {
+			/* "invalid bulk length", but for a long one, which
+			 * proto-max-bulk-len may allow
+			 */
+			if (r == XPS__NUM_BAD)
+				req->flags |= XPS_F_CLOSES;
 			goto bad;
+		}
 		/* Redis skips the two bytes after the data unchecked. */
 		end = (__u64)ds + (__u64)bl + 2;
 		if (a < XPS_REDIS_ARGS_KEPT) {

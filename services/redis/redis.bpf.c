@@ -84,6 +84,8 @@ static __always_inline int word2(const __u8 *in, __u32 o, char c0, char c1)
 }
 
 #define REDIS_TTL_NONE	(~0ULL)
+/* With a Unix time in ns (below 2^62): an absolute deadline (EXAT, PXAT) */
+#define REDIS_TTL_AT	(1ULL << 63)
 
 /*
  * Whether the request just parsed into sc->req is a write the kernel may
@@ -91,8 +93,10 @@ static __always_inline int word2(const __u8 *in, __u32 o, char c0, char c1)
  *  - "SET <key> <value>", "GETSET <key> <value>" and "SET <key> <value>
  *    GET": no expiry (REDIS_TTL_NONE);
  *  - "SET <key> <value> EX|PX <n>", "SETEX <key> <n> <value>", "PSETEX
- *    <key> <n> <value>": its time to live, in ns, n of 1 to 12 digits as
- *    Redis reads a number (no sign, no leading zero);
+ *    <key> <n> <value>": its time to live, in ns, n of 1 to 13 digits as
+ *    Redis reads a number (no sign, no leading zero), up to 4 * 10^9 s;
+ *  - "SET <key> <value> EXAT|PXAT <n>": the Unix time n (seconds or
+ *    milliseconds, up to 4 * 10^9 s) in ns, with REDIS_TTL_AT set;
  * 0 otherwise.  It leaves in sc->wt the value's span and the bytes the
  * reply of a write that took effect begins with: "+OK\r\n", or "$" for
  * the two that answer with the old value (a bulk string, or nil when there
@@ -105,7 +109,7 @@ __u64 xps_redis_set_ttl(struct xps_kv_scratch *sc)
 {
 	const struct xps_kv_req *req;
 	struct xps_kv_wt_args *a;
-	__u64 v = 0, unit, ok = 0;
+	__u64 v = 0, unit, ok = 0, at = 0;
 	__u32 o, n, i;
 	__u8 c;
 
@@ -147,11 +151,19 @@ __u64 xps_redis_set_ttl(struct xps_kv_scratch *sc)
 			a->expect_len = 1;
 			return REDIS_TTL_NONE;
 		}
-		if (req->argc != 5 || req->opt[0].len != 2)
+		if (req->argc != 5)
 			return 0;
 		o = req->opt[0].off;
-		if (o >= XPS_SCRATCH)
+		if (o > XPS_SCRATCH - 8)
 			return 0;
+		if (req->opt[0].len == 4) {
+			/* EXAT, PXAT */
+			if (!word2(sc->in, o + 2, 'a', 't'))
+				return 0;
+			at = REDIS_TTL_AT;
+		} else if (req->opt[0].len != 2) {
+			return 0;
+		}
 		if (word2(sc->in, o, 'e', 'x'))
 			unit = 1000000000ULL;
 		else if (word2(sc->in, o, 'p', 'x'))
@@ -172,9 +184,9 @@ __u64 xps_redis_set_ttl(struct xps_kv_scratch *sc)
 	}
 	o = req->opt[1].off;
 	n = req->opt[1].len;
-	if (n < 1 || n > 12 || o >= XPS_SCRATCH || sc->in[o] == '0')
+	if (n < 1 || n > 13 || o >= XPS_SCRATCH || sc->in[o] == '0')
 		return 0;
-	for (i = 0; i < 12; i++) {
+	for (i = 0; i < 13; i++) {
 		if (i >= n)
 			break;
 		c = sc->in[(o + i) & (XPS_SCRATCH - 1)];
@@ -182,10 +194,15 @@ __u64 xps_redis_set_ttl(struct xps_kv_scratch *sc)
 			return 0;
 		v = v * 10 + (c - '0');
 	}
-	/* at most 10^9 s or 10^12 ms, 10^18 ns: no overflow */
-	if (v > (unit == 1000000ULL ? 1000000000000ULL : 1000000000ULL))
+	/*
+	 * At most 4 * 10^9 s or 4 * 10^12 ms (as a Unix time, 2096): below
+	 * 2^62 ns, no overflow, clear of REDIS_TTL_AT.
+	 */
+	if (v > (unit == 1000000ULL ? 4000000000000ULL : 4000000000ULL))
 		return 0;
 	v *= unit;
+	if (at)
+		return v | at;
 	return v > 2000000ULL ? v : 0;
 }
 
@@ -194,11 +211,12 @@ __u64 xps_redis_set_ttl(struct xps_kv_scratch *sc)
  * bumped its one key, left in sc->key and of hash @hash), on a
  * connection the handler may serve: if xps_redis_set_ttl() accepts it,
  * committed by the kernel when Redis's reply says it took effect: the
- * value is the request's, with no expiry (SET and GETSET clear any) or
- * one its time to live from now (xps_kv_wt_stamp()).  The expiry is taken
- * from the handler's clocks before Redis executes the write, less a
- * millisecond for Redis's millisecond clock: it falls no later than
- * Redis's (docs/coherence.md).  A global function, verified once,
+ * value is the request's, with no expiry (SET and GETSET clear any), one
+ * its time to live from now (xps_kv_wt_stamp()) or a Unix time.  A time
+ * to live is taken from the handler's clocks before Redis executes the
+ * write, less a millisecond for Redis's millisecond clock; a Unix time is
+ * a deadline on the TAI clock.  Either falls no later than Redis's
+ * (docs/coherence.md).  A global function, verified once,
  * whatever the walk's state.
  */
 __attribute__((noinline))
@@ -217,7 +235,18 @@ int xps_redis_write_through(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 	a->client_flags = 0;
 	a->expire_ns = 0;
 	a->expire_tai_ns = 0;
-	if (ttl != REDIS_TTL_NONE) {
+	if (ttl == REDIS_TTL_NONE) {
+		/* no expiry */
+	} else if (ttl & REDIS_TTL_AT) {
+		/*
+		 * A Unix time: the TAI clock, real time plus an offset the
+		 * kernel never lets be negative, reaches it no later than
+		 * Redis's real-time clock does (docs/coherence.md); the
+		 * monotonic clock cannot tell it.
+		 */
+		a->expire_ns = ~0ULL;
+		a->expire_tai_ns = ttl & ~REDIS_TTL_AT;
+	} else {
 		ttl -= 1000000ULL;	/* Redis's clock: whole milliseconds */
 		a->expire_ns = bpf_ktime_get_ns() + ttl;
 		a->expire_tai_ns = bpf_ktime_get_tai_ns() + ttl;

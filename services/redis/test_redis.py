@@ -305,8 +305,8 @@ def test_set_committed_by_the_kernel():
     the key is answered by the kernel, with no PTTL and no GET for Redis
     to execute.  So are GETSET and SET ... GET, answered with the old
     value or nil, and not when Redis refuses them.  A SET with options
-    other than EX and PX, and a SET pipelined behind another request, are
-    not committed: their keys are learned as before."""
+    other than EX, PX, EXAT and PXAT, and a SET pipelined behind another
+    request, are not committed: their keys are learned as before."""
     r = Redis()
     try:
         c = start_serving(r)
@@ -353,22 +353,40 @@ def test_set_committed_by_the_kernel():
 
 @test
 def test_set_with_expiry_never_served_past_it():
-    """SET ... EX, SET ... PX, SETEX and PSETEX are committed by the
-    kernel with their expiry: the kernel answers the key at once, and never
-    once Redis has expired it (a GET sent after the write's reply plus the
-    time to live is never answered by the kernel, and Redis then answers
+    """SET ... EX, SET ... PX, SETEX and PSETEX, and SET ... EXAT and
+    SET ... PXAT, are committed by the kernel with their expiry: the kernel
+    answers the key at once, and never once Redis has expired it (a GET
+    sent after the write's reply plus the time to live, or after the Unix
+    time given, is never answered by the kernel, and Redis then answers
     nil)."""
+    # the kernel reads a Unix time on the TAI clock, which runs this far
+    # ahead of real time (0 unless NTP set it): a key must outlive that
+    ahead = max(0.0, time.clock_gettime(time.CLOCK_TAI) - time.time())
+
+    def at(secs, ms=False):
+        """The Unix time @secs from now, plus the TAI offset."""
+        t = time.time() + ahead + secs
+        return str(int(t * 1000)) if ms else str(int(t) + 1)
     r = Redis()
     try:
         c = start_serving(r)
-        for key, cmd, ttl in (("wt:px", ("SET", "wt:px", "short-lived", "PX", "1500"), 1.5),
-                              ("wt:ex", ("SET", "wt:ex", "short-lived", "EX", "2"), 2.0),
-                              ("wt:setex", ("SETEX", "wt:setex", "2", "short-lived"), 2.0),
-                              ("wt:psetex", ("PSETEX", "wt:psetex", "1500", "short-lived"), 1.5)):
+        # (key, the write, its time to live in s: None for a Unix time)
+        for key, cmd, ttl in (("wt:px", lambda: ("SET", "wt:px", "short-lived", "PX", "1500"), 1.5),
+                              ("wt:ex", lambda: ("SET", "wt:ex", "short-lived", "EX", "2"), 2.0),
+                              ("wt:setex", lambda: ("SETEX", "wt:setex", "2", "short-lived"), 2.0),
+                              ("wt:psetex", lambda: ("PSETEX", "wt:psetex", "1500", "short-lived"),
+                               1.5),
+                              ("wt:pxat", lambda: ("SET", "wt:pxat", "short-lived", "PXAT",
+                                                   at(1.5, ms=True)), None),
+                              ("wt:exat", lambda: ("SET", "wt:exat", "short-lived", "EXAT",
+                                                   at(1.0)), None)):
+            cmd = cmd()
             opt = " ".join(a for a in cmd if a not in (key, "short-lived"))
             t0 = time.time()
             eq(c.call(*cmd), b"+OK\r\n", opt)
             acked = time.time()
+            if ttl is None:
+                ttl = int(cmd[4]) / (1000.0 if cmd[3] == "PXAT" else 1.0) - acked
             live, late = 0, []
             while True:
                 tx = stats("redis")["tx"]
@@ -394,6 +412,11 @@ def test_set_with_expiry_never_served_past_it():
                                      % (key, late[0], ttl))
             if not live:
                 raise AssertionError("the kernel never answered %s while it lived" % key)
+        # a Unix time already past: Redis deletes the key at once
+        eq(c.call("SET", "wt:past", "gone", "EXAT", str(int(time.time()) - 10)), b"+OK\r\n",
+           "SET EXAT in the past")
+        for _ in range(5):
+            eq(kernel_get(c, "wt:past", b"$-1\r\n"), False, "the kernel answered wt:past")
         c.close()
     finally:
         xpsctl("service", "stop", "redis", check=False)
@@ -716,6 +739,48 @@ def test_writes_after_lost_boundaries_invalidate():
         rep, w.buf = read_reply(w.c, w.buf)
         eq(rep, b"+OK\r\n", "SET lb:k new")
     never_stale_after("lb:k", write)
+
+
+@test
+def test_protocol_errors_cost_no_cache():
+    """A request Redis rejects with a protocol error ("invalid bulk
+    length", "expected '$'", "invalid multibulk length") is executed by
+    no one, nor is anything after it on its connection, which Redis
+    closes: the kernel keeps serving what it holds (before, every such
+    request dropped every cached value), and a SET sent behind it, which
+    Redis never executes, changes nothing.  A long negative count, which
+    Redis takes for an empty array and goes on, is a write of every key:
+    the SET behind it is never served stale."""
+    r = Redis()
+    try:
+        c = start_serving(r)
+        eq(c.call("SET", "pe:k", "old"), b"+OK\r\n", "SET")
+        warm(c, "pe:k", b"old")
+        for bad in (b"*1\r\n$x\r\n", b"*2\r\n$3\r\nGET\r\n:4\r\n", b"*1x\r\n",
+                    b"*3\r\n$3\r\nSET\r\n$4\r\npe:k\r\n$-3\r\n"):
+            w = Client()
+            eq(w.call("PING"), b"+PONG\r\n", "PING")
+            w.c.sendall(resp(b"GET", b"pe:k") + bad + resp(b"SET", b"pe:k", b"new"))
+            rep, w.buf = read_reply(w.c, w.buf)
+            eq(rep, b"$3\r\nold\r\n", "GET before %r" % bad)
+            rep, w.buf = read_reply(w.c, w.buf)
+            eq(rep[:19], b"-ERR Protocol error", "Redis's answer to %r" % bad)
+            eq(w.c.recv(100), b"", "the connection after %r" % bad)
+            w.close()
+            eq(kernel_get(c, "pe:k", b"$3\r\nold\r\n"), True,
+               "the kernel answered pe:k after %r" % bad)
+        # Redis takes a count of 19 digits below zero for an empty array
+        w = Client()
+        w.c.sendall(b"*-1234567890123456789\r\n" + resp(b"SET", b"pe:k", b"new"))
+        rep, w.buf = read_reply(w.c, w.buf)
+        eq(rep, b"+OK\r\n", "SET behind a long negative count")
+        for _ in range(20):
+            eq(c.call("GET", "pe:k"), b"$3\r\nnew\r\n", "GET after it")
+        w.close()
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
 
 
 @test
