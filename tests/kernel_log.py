@@ -134,9 +134,14 @@ def judge(lines):
     return known, other
 
 
-KNOWN_NOTE = ("KNOWN KERNEL DEFECT, not counted as a failure (docs/stock-backend.md, "
-              "\"A kernel race the framework cannot work around\"; "
-              "XPS_KERNEL_LOG_STRICT=1 counts it):")
+def print_known(known, indent=""):
+    """Print the known defects judge() let through, loudly."""
+    for splat in known:
+        print(indent + "KNOWN KERNEL DEFECT, not counted as a failure "
+              "(docs/stock-backend.md, \"A kernel race the framework cannot "
+              "work around\"; XPS_KERNEL_LOG_STRICT=1 counts it):")
+        for line in splat:
+            print(indent + "    " + line)
 
 
 def own_kernel():
@@ -214,10 +219,7 @@ def main(argv):
                   "NO splat check for this suite")
             return 0
         known, other = judge(found)
-        for splat in known:
-            print(KNOWN_NOTE)
-            for line in splat:
-                print("    " + line)
+        print_known(known)
         if other:
             print("FAIL: the kernel logged a splat while this suite ran:")
             for splat in other:

@@ -107,6 +107,15 @@ def xpsctl_in(i, *args, check=True):
     return json.loads(p.stdout) if p.stdout.strip() else None
 
 
+def replica_in(info, i):
+    """What consumer info @info (None: no answer) says of server @i, None
+    if it says nothing."""
+    for r in (info or {}).get("cluster", {}).get("replicas", []):
+        if r.get("name") == "n%d" % i:
+            return r
+    return None
+
+
 class Client:
     """The NATS client protocol, enough for the JetStream API."""
 
@@ -474,15 +483,10 @@ class Cluster:
         said nothing in that time (see Client.req)."""
         return self.c.req("$JS.API.CONSUMER.INFO.S1." + d, None, timeout)
 
-    def replica(self, d, i, timeout=None):
+    def replica(self, d, i):
         """What consumer @d's leader knows of server @i, None if it says
-        nothing (an API error while a group changes, or no answer within
-        @timeout)."""
-        info = self.consumer_info(d, timeout) or {}
-        for r in info.get("cluster", {}).get("replicas", []):
-            if r.get("name") == "n%d" % i:
-                return r
-        return None
+        nothing (an API error while a group changes)."""
+        return replica_in(self.consumer_info(d), i)
 
     def close(self):
         for s in self.servers:
@@ -765,7 +769,7 @@ def test_stopped_follower_seen_by_its_leaders():
                 return False
             if info.get("cluster", {}).get("leader") == "n%d" % ACCEL:
                 return True
-            return (cl.replica(led[0], ACCEL, timeout=2) or {}).get("active", 1e18) < 2e9
+            return (replica_in(info, ACCEL) or {}).get("active", 1e18) < 2e9
         try:
             wait_for(back, timeout=20, what="the leader hearing from the follower again")
         except AssertionError:

@@ -355,7 +355,5 @@ def kernel_log_splats(mark):
         print("    NOTE: the kernel log cannot be read here: no splat check")
         return []
     known, other = kernel_log.judge(found)
-    for splat in known:
-        print("    " + kernel_log.KNOWN_NOTE)
-        print("\n".join("        " + l for l in splat))
+    kernel_log.print_known(known, "    ")
     return [l for splat in other for l in splat + [""]]
