@@ -25,6 +25,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -1248,6 +1249,133 @@ out:
 	xps_test__destroy(skel);
 }
 
+/*
+ * The value of @name in @path's "@prefix:" lines (/proc/net/netstat,
+ * /proc/net/snmp: a line of names, then one of values), in the current
+ * netns; -1 if absent.
+ */
+static long long net_stat(const char *path, const char *prefix,
+			  const char *name)
+{
+	char names[4096], values[4096], *n, *v, *sn, *sv;
+	size_t plen = strlen(prefix);
+	long long val = -1;
+	FILE *f;
+
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (val < 0 && fgets(names, sizeof(names), f) &&
+	       fgets(values, sizeof(values), f)) {
+		if (strncmp(names, prefix, plen) || names[plen] != ':')
+			continue;
+		n = strtok_r(names + plen + 1, " \n", &sn);
+		v = strtok_r(values + plen + 1, " \n", &sv);
+		for (; n && v; n = strtok_r(NULL, " \n", &sn),
+			       v = strtok_r(NULL, " \n", &sv))
+			if (!strcmp(n, name)) {
+				val = atoll(v);
+				break;
+			}
+	}
+	fclose(f);
+	return val;
+}
+
+#define FAILSLAB "/sys/kernel/debug/failslab/"
+
+static bool write_str(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (!ASSERT_OK_FD(fd, path))
+		return false;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return ASSERT_EQ(n, (ssize_t)strlen(val), path);
+}
+
+/*
+ * Fault injection (CONFIG_FAILSLAB): fail the next @times slab allocations
+ * that may not sleep, anywhere in the kernel; 0 turns it off.
+ */
+static bool failslab(int times)
+{
+	char buf[16];
+
+	if (access(FAILSLAB, F_OK) &&
+	    mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL) &&
+	    errno != EBUSY) {
+		PRINT_FAIL("mount debugfs: %s\n", strerror(errno));
+		return false;
+	}
+	if (access(FAILSLAB "times", W_OK)) {
+		PRINT_FAIL("no %s: the kernel needs CONFIG_FAILSLAB and CONFIG_FAULT_INJECTION_DEBUG_FS (kernel-patches/config.fragment)\n",
+			   FAILSLAB);
+		return false;
+	}
+	snprintf(buf, sizeof(buf), "%d", times);
+	if (!times)
+		return write_str(FAILSLAB "probability", "0");
+	/* times before probability: its default may be unlimited */
+	return write_str(FAILSLAB "verbose", "0") &&
+	       write_str(FAILSLAB "ignore-gfp-wait", "Y") &&
+	       write_str(FAILSLAB "interval", "1") &&
+	       write_str(FAILSLAB "times", buf) &&
+	       write_str(FAILSLAB "probability", "100");
+}
+
+/* Tries of a test whose injected failure may hit another allocation. */
+#define XPS_FAILSLAB_TRIES	10
+
+/*
+ * A segment the hook cannot clone for the program (no memory) is dropped,
+ * not handed to the owner unseen: the peer sends it again, the program
+ * answers it, and the connection stays the program's.  failslab fails the
+ * next allocation that may not sleep, anywhere: a try whose failure hit
+ * something else (no drop counted) is made again.
+ */
+static void test_tcp_clone_fails(void)
+{
+	int cli = -1, srv = -1, link = -1, i;
+	long long before, drops = 0;
+	struct xps_test *skel;
+	bool answered;
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, 8970, &cli, &srv) ||
+	    !ASSERT_TRUE(ownr_answered(cli), "answered before the failure"))
+		goto out;
+	for (i = 0; i < XPS_FAILSLAB_TRIES && !drops; i++) {
+		before = net_stat("/proc/net/netstat", "TcpExt", "TCPRcvQDrop");
+		if (!ASSERT_GE(before, 0, "TcpExt TCPRcvQDrop") ||
+		    !failslab(1))
+			goto out;
+		answered = ownr_answered(cli);
+		failslab(0);
+		/* before: the segment reached the owner unseen, unanswered */
+		if (!ASSERT_TRUE(answered, "answered, the failure or not"))
+			goto out;
+		drops = net_stat("/proc/net/netstat", "TcpExt",
+				 "TCPRcvQDrop") - before;
+	}
+	if (!ASSERT_EQ(drops, 1, "segments dropped for want of a clone"))
+		goto out;
+	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), 0, "no see-only run");
+	ASSERT_EQ(inq(srv), 0, "nothing for the owner");
+	ASSERT_TRUE(ownr_answered(cli), "the connection is still answered");
+out:
+	failslab(0);
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
 /* Data in a Fast Open SYN reaches the owner without the program: the
  * connection is lost to it.
  */
@@ -1621,6 +1749,59 @@ static void test_udp_port_zero(void)
 	ASSERT_EQ(stat_get(skel, XPS_TX), 1, "TX verdict");
 out:
 	close_fd(raw);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+/*
+ * A datagram the hook cannot clone for the program (no memory) is dropped
+ * (UDP MemErrors), not handed to the owner unseen.  As in tcp_clone_fails,
+ * a try whose failure hit another allocation (answered, nothing counted)
+ * is made again.
+ */
+static void test_udp_clone_fails(void)
+{
+	int srv = -1, cli = -1, link = -1, i;
+	long long before, drops = 0;
+	struct sockaddr_storage ss;
+	bool replied, owner;
+	struct xps_test *skel;
+	char buf[64];
+	socklen_t len;
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_udp, attach_udp);
+	if (link < 0 ||
+	    !udp_pair(AF_INET, "127.0.0.1", 9170, &srv, &cli, &ss, &len) ||
+	    !udp_answered(cli, &ss, len, "PING", "PONG", 4))
+		goto out;
+	for (i = 0; i < XPS_FAILSLAB_TRIES && !drops; i++) {
+		before = net_stat("/proc/net/snmp", "Udp", "MemErrors");
+		if (!ASSERT_GE(before, 0, "Udp MemErrors") || !failslab(1))
+			goto out;
+		if (!ASSERT_EQ(sendto(cli, "PING", 4, 0, (void *)&ss, len), 4,
+			       "sendto")) {
+			failslab(0);
+			goto out;
+		}
+		replied = readable(cli, 500) &&
+			  recv(cli, buf, sizeof(buf), 0) == 4;
+		failslab(0);
+		owner = readable(srv, 0);
+		drops = net_stat("/proc/net/snmp", "Udp", "MemErrors") - before;
+		/* before: the datagram reached the owner unseen */
+		if (!ASSERT_FALSE(owner, "datagram for the owner") ||
+		    !ASSERT_NEQ(replied, drops > 0, "answered or dropped"))
+			goto out;
+	}
+	ASSERT_EQ(drops, 1, "datagrams dropped for want of a clone");
+	udp_answered(cli, &ss, len, "PING", "PONG", 4);
+out:
+	failslab(0);
+	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
 	xps_test__destroy(skel);
@@ -2159,6 +2340,7 @@ static const struct {
 	{ "tcp_owner_unsent", test_tcp_owner_unsent },
 	{ "tcp_attach_gap", test_tcp_attach_gap },
 	{ "tcp_urgent", test_tcp_urgent },
+	{ "tcp_clone_fails", test_tcp_clone_fails },
 	{ "tcp_fastopen", test_tcp_fastopen },
 	{ "tcp_opt_in", test_tcp_opt_in },
 	{ "udp_tx_v4", test_udp_tx_v4 },
@@ -2166,6 +2348,7 @@ static const struct {
 	{ "udp_send_fails_v4", test_udp_send_fails_v4 },
 	{ "udp_send_fails_v6", test_udp_send_fails_v6 },
 	{ "udp_port_zero", test_udp_port_zero },
+	{ "udp_clone_fails", test_udp_clone_fails },
 	{ "v4mapped", test_v4mapped },
 	{ "attach_detach_traffic", test_attach_detach },
 	{ "netns_isolation", test_netns_isolation },
