@@ -1807,6 +1807,81 @@ out:
 	xps_test__destroy(skel);
 }
 
+static long long tcp_mib(const char *name)
+{
+	return net_stat("/proc/net/netstat", "TcpExt", name);
+}
+
+static long long udp_mib(const char *name)
+{
+	return net_stat("/proc/net/snmp", "Udp", name);
+}
+
+/*
+ * The namespace's MIB counters (TcpExt TCPXPS*, Udp Xps*) count the runs,
+ * answers, drops, resets, refused verdicts and lost connections.
+ */
+static void test_mib_counters(void)
+{
+	int cli = -1, srv = -1, link = -1, ulink = -1, ucli = -1, usrv = -1;
+	struct sockaddr_storage ss;
+	struct xps_test *skel;
+	socklen_t len;
+	char buf[8];
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, 8990, &cli, &srv) ||
+	    !ping(cli, 1) ||
+	    !ASSERT_OK(send_all(cli, "DROP", 4), "send DROP") ||
+	    !ASSERT_OK(send_all(cli, "pass", 4), "send pass") ||
+	    !ASSERT_OK(recv_all(srv, buf, 4), "owner recv") ||
+	    !ASSERT_STRNEQ(buf, "pass", 4, "owner got what passed"))
+		goto out;
+	/* On urgent data the run is see-only: its XPS_TX is refused, and
+	 * the connection is lost to the program.
+	 */
+	if (!ASSERT_EQ(send(cli, "PING", 4, MSG_OOB), 4, "send(MSG_OOB)") ||
+	    !ASSERT_OK(recv_all(srv, buf, 3), "owner recv in band"))
+		goto out;
+	ASSERT_EQ(tcp_mib("TCPXPSRun"), 4, "TCPXPSRun");
+	ASSERT_EQ(tcp_mib("TCPXPSAnswer"), 1, "TCPXPSAnswer");
+	ASSERT_EQ(tcp_mib("TCPXPSDrop"), 1, "TCPXPSDrop");
+	ASSERT_EQ(tcp_mib("TCPXPSRefused"), 1, "TCPXPSRefused");
+	ASSERT_EQ(tcp_mib("TCPXPSLost"), 1, "TCPXPSLost");
+	ASSERT_EQ(tcp_mib("TCPXPSReset"), 0, "TCPXPSReset before RST!");
+	close_fd(cli);
+	close_fd(srv);
+	if (!tcp_pair(AF_INET, 8991, &cli, &srv) ||
+	    !ASSERT_OK(send_all(cli, "RST!", 4), "send RST!") ||
+	    !ASSERT_EQ(recv(cli, buf, sizeof(buf), 0), -1, "reset"))
+		goto out;
+	ASSERT_EQ(tcp_mib("TCPXPSReset"), 1, "TCPXPSReset");
+
+	ulink = xps_link(skel->progs.xps_udp, attach_udp);
+	if (ulink < 0 ||
+	    !udp_pair(AF_INET, "127.0.0.1", 9180, &usrv, &ucli, &ss, &len) ||
+	    !udp_answered(ucli, &ss, len, "PING", "PONG", 4) ||
+	    !ASSERT_EQ(sendto(ucli, "DROP", 4, 0, (void *)&ss, len), 4,
+		       "sendto DROP") ||
+	    !udp_to_owner(ucli, usrv, &ss, len, "pass"))
+		goto out;
+	ASSERT_EQ(udp_mib("XpsRun"), 3, "Udp XpsRun");
+	ASSERT_EQ(udp_mib("XpsAnswer"), 1, "Udp XpsAnswer");
+	ASSERT_EQ(udp_mib("XpsDrop"), 1, "Udp XpsDrop");
+	ASSERT_EQ(udp_mib("XpsRefused"), 0, "Udp XpsRefused");
+out:
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(ucli);
+	close_fd(usrv);
+	close_fd(link);
+	close_fd(ulink);
+	xps_test__destroy(skel);
+}
+
 /* IPv4 clients of a dual-stack IPv6 socket (v4-mapped), TCP and UDP. */
 static void test_v4mapped(void)
 {
@@ -2349,6 +2424,7 @@ static const struct {
 	{ "udp_send_fails_v6", test_udp_send_fails_v6 },
 	{ "udp_port_zero", test_udp_port_zero },
 	{ "udp_clone_fails", test_udp_clone_fails },
+	{ "mib_counters", test_mib_counters },
 	{ "v4mapped", test_v4mapped },
 	{ "attach_detach_traffic", test_attach_detach },
 	{ "netns_isolation", test_netns_isolation },
