@@ -67,9 +67,9 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 				st = tp->xps_state;
 			/*
 			 * The hook handed the owner bytes the program
-			 * did not see, at any time before this run (a
-			 * failed clone, bytes from before the program),
-			 * or this run is of urgent data (seen, but it
+			 * did not see, at any time before this run (bytes
+			 * from before the program, unreadable frags), or
+			 * this run is of urgent data (seen, but it
 			 * may leave the stream the owner reads): unseen,
 			 * counted then, and again at every run, as more
 			 * may have gone since (docs/coherence.md).

@@ -1269,14 +1269,14 @@ static long long net_stat(const char *path, const char *prefix,
 	       fgets(values, sizeof(values), f)) {
 		if (strncmp(names, prefix, plen) || names[plen] != ':')
 			continue;
-		n = strtok_r(names + plen + 1, " \n", &sn);
-		v = strtok_r(values + plen + 1, " \n", &sv);
-		for (; n && v; n = strtok_r(NULL, " \n", &sn),
-			       v = strtok_r(NULL, " \n", &sv))
-			if (!strcmp(n, name)) {
-				val = atoll(v);
-				break;
-			}
+		n = strtok_r(names + plen + 1, "\n ", &sn);
+		v = strtok_r(values + plen + 1, "\n ", &sv);
+		while (n && v && strcmp(n, name)) {
+			n = strtok_r(NULL, "\n ", &sn);
+			v = strtok_r(NULL, "\n ", &sv);
+		}
+		if (n && v)
+			val = atoll(v);
 	}
 	fclose(f);
 	return val;
@@ -1311,7 +1311,7 @@ static bool failslab(int times)
 		return false;
 	}
 	if (access(FAILSLAB "times", W_OK)) {
-		PRINT_FAIL("no %s: the kernel needs CONFIG_FAILSLAB and CONFIG_FAULT_INJECTION_DEBUG_FS (kernel-patches/config.fragment)\n",
+		PRINT_FAIL("no %s: needs CONFIG_FAILSLAB, CONFIG_FAULT_INJECTION_DEBUG_FS\n",
 			   FAILSLAB);
 		return false;
 	}
