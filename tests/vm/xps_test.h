@@ -8,6 +8,11 @@
 #include <linux/xps.h>
 
 #define XPS_TEST_ECHO_PORT	7007
+/* Port whose payload the program checks against the stream's pattern
+ * (byte i is i % XPS_TEST_STREAM_MOD) and passes.
+ */
+#define XPS_TEST_STREAM_PORT	7008
+#define XPS_TEST_STREAM_MOD	251
 /* The program answers on these local ports only (the tests' servers). */
 #define XPS_TEST_PORT_MIN	7000
 #define XPS_TEST_PORT_MAX	9999
@@ -23,6 +28,15 @@
 
 struct xps_test_kbuf {
 	__u8 b[XPS_TEST_KBUF];
+};
+
+/* What the program saw of the stream on XPS_TEST_STREAM_PORT. */
+struct xps_test_stream {
+	__u64 bytes;		/* payload seen, in all */
+	__u64 runs;
+	__u64 bad;		/* runs not where the stream had got to */
+	__u64 see_only;		/* runs with XPS_SK_SEE_ONLY set */
+	__u64 lost;		/* runs with XPS_SK_LOST set */
 };
 
 struct xps_test_seen {

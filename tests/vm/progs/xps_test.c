@@ -24,7 +24,9 @@
  *              kernel's rule afresh
  *   otherwise  XPS_PASS
  *
- * and, on local port 7007, TX of every segment unchanged (stream echo).
+ * and, on local port 7007, TX of every segment unchanged (stream echo);
+ * on local port 7008, XPS_PASS of every segment, after checking that it
+ * starts and ends where the stream had got to (`stream`).
  * drop_replies, a TC egress program, drops the UDP datagrams sent from
  * port `drop_port` (a reply the stack fails to send).
  * Only sockets with a local port in [XPS_TEST_PORT_MIN, XPS_TEST_PORT_MAX]
@@ -81,6 +83,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __s64);
 } kret SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xps_test_stream);
+} stream SEC(".maps");
 
 extern int bpf_xps_reply(struct __sk_buff *s, const void *buf,
 			 __u32 buf__sz) __ksym;
@@ -203,6 +212,33 @@ static __always_inline __u32 owner_rule(struct __sk_buff *skb)
 	return XPS_TX;
 }
 
+/* XPS_TEST_STREAM_PORT: is this run the next bytes of the pattern? */
+static __always_inline void stream_check(struct __sk_buff *skb)
+{
+	struct tcp_sock___xps_test *tp;
+	struct xps_test_stream *st;
+	__u8 first, last;
+	__u32 zero = 0;
+
+	st = bpf_map_lookup_elem(&stream, &zero);
+	if (!st)
+		return;
+	if (skb->sk) {
+		tp = (struct tcp_sock___xps_test *)bpf_skc_to_tcp_sock(skb->sk);
+		if (tp && (tp->xps_state & XPS_SK_SEE_ONLY))
+			st->see_only++;
+		if (tp && (tp->xps_state & XPS_SK_LOST))
+			st->lost++;
+	}
+	if (bpf_skb_load_bytes(skb, 0, &first, 1) ||
+	    bpf_skb_load_bytes(skb, skb->len - 1, &last, 1) ||
+	    first != st->bytes % XPS_TEST_STREAM_MOD ||
+	    last != (st->bytes + skb->len - 1) % XPS_TEST_STREAM_MOD)
+		st->bad++;
+	st->bytes += skb->len;
+	st->runs++;
+}
+
 static long burn(__u32 i, void *ctx)
 {
 	return 0;
@@ -221,6 +257,10 @@ static __always_inline int handle(struct __sk_buff *skb, int tcp)
 		goto out;
 	if (tcp && skb->local_port == XPS_TEST_ECHO_PORT) {
 		verdict = XPS_TX;
+		goto out;
+	}
+	if (tcp && skb->local_port == XPS_TEST_STREAM_PORT) {
+		stream_check(skb);
 		goto out;
 	}
 	if (bpf_skb_load_bytes(skb, 0, cmd, sizeof(cmd)))
