@@ -132,15 +132,16 @@ bool filler_check_begin(struct filler *f, __u32 *seen)
 	}
 }
 
-void filler_check_end(struct filler *f, __u32 no_serve, __u32 seen,
+bool filler_check_end(struct filler *f, __u32 no_serve, __u32 seen,
 		      bool may_lift, const char *why)
 {
 	xps_kvcache__lease(f->kc, FILLER_LEASE_NS);
 	if (why && why[0]) {
 		xps_kvcache__flags(f->kc, no_serve, 0);
-		return;
+		return false;
 	}
-	/* else a stop stays until a check that may lift it */
-	if (may_lift)
-		xps_kvcache__lift(f->kc, no_serve, seen);
+	if (!(seen & no_serve))
+		return true;
+	/* a stop stays until a check that may lift it */
+	return may_lift && !xps_kvcache__lift(f->kc, no_serve, seen);
 }
