@@ -2453,6 +2453,9 @@ static void test_accounting(void)
 		       "prog info"))
 		goto out;
 	run0 = info.run_time_ns;
+	/* a second call with the counts of the first would want arrays */
+	memset(&info, 0, sizeof(info));
+	ilen = sizeof(info);
 	owner0 = schedstat_ns(pid);
 	cli0 = schedstat_ns(getpid());
 	cg0 = cgroup_usage_us(cg);
