@@ -1307,12 +1307,13 @@ static bool write_str(const char *path, const char *val)
 }
 
 /*
- * Fault injection (CONFIG_FAILSLAB): fail the next @times slab allocations
- * that may not sleep, anywhere in the kernel; 0 turns it off.
+ * Fault injection (CONFIG_FAILSLAB): fail @percent of the slab allocations
+ * that may not sleep, anywhere in the kernel, @times times over; 0 turns
+ * it off.
  */
-static bool failslab(int times)
+static bool failslab_set(int percent, int times)
 {
-	char buf[16];
+	char t[16], p[16];
 
 	if (access(FAILSLAB, F_OK) &&
 	    mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL) &&
@@ -1325,15 +1326,22 @@ static bool failslab(int times)
 			   FAILSLAB);
 		return false;
 	}
-	snprintf(buf, sizeof(buf), "%d", times);
-	if (!times)
+	if (!percent)
 		return write_str(FAILSLAB "probability", "0");
+	snprintf(t, sizeof(t), "%d", times);
+	snprintf(p, sizeof(p), "%d", percent);
 	/* times before probability: its default may be unlimited */
 	return write_str(FAILSLAB "verbose", "0") &&
 	       write_str(FAILSLAB "ignore-gfp-wait", "Y") &&
 	       write_str(FAILSLAB "interval", "1") &&
-	       write_str(FAILSLAB "times", buf) &&
-	       write_str(FAILSLAB "probability", "100");
+	       write_str(FAILSLAB "times", t) &&
+	       write_str(FAILSLAB "probability", p);
+}
+
+/* Fail the next allocation that may not sleep, @times times; 0: off. */
+static bool failslab(int times)
+{
+	return failslab_set(times ? 100 : 0, times);
 }
 
 /* Tries of a test whose injected failure may hit another allocation. */
@@ -1418,18 +1426,22 @@ static void *stream_write(void *arg)
  * out-of-order queue hands over (see-only), retransmissions overlapping
  * bytes already received (from rcv_nxt on), duplicates not at all.  The
  * connection is never lost to it, and the owner reads the stream intact.
+ * @nomem: the last round also fails one allocation that may not sleep in
+ * ten, thirty times over (failslab): the hook drops the segments, in order
+ * or from the out-of-order queue, that it cannot clone for the program,
+ * and the peer sends them again.
  */
-static void test_tcp_reorder(void)
+static void tcp_stream(bool nomem)
 {
 	/* a whole number of patterns: every round sends the same bytes */
 	const size_t total = 512 * XPS_TEST_STREAM_MOD;
 	struct stream_writer w = { .fd = -1 };
 	int srv = -1, link = -1, one = 1, round;
+	bool netem = false, th = false, inject;
+	long long ofo = 0, drops = 0;
 	struct xps_test_stream st = {};
 	char *buf = NULL, *got = NULL;
-	bool netem = false, th = false;
 	struct xps_test *skel;
-	long long ofo = 0;
 	pthread_t thread;
 	__u32 zero = 0;
 	size_t i;
@@ -1453,8 +1465,17 @@ static void test_tcp_reorder(void)
 	netem = true;
 	w.buf = buf;
 	w.len = total;
-	/* rounds until netem has reordered something (the first, mostly) */
-	for (round = 0; round < 5 && ofo <= 0; round++) {
+	/*
+	 * Rounds until netem has reordered something (the first, mostly);
+	 * with @nomem, one more that fails allocations.
+	 */
+	for (round = 0; round < 6;) {
+		inject = nomem && ofo > 0;
+		if (inject) {
+			drops = tcp_mib("TCPRcvQDrop");
+			if (!failslab_set(10, 30))
+				goto out;
+		}
 		if (!ASSERT_OK(pthread_create(&thread, NULL, stream_write, &w),
 			       "pthread_create"))
 			goto out;
@@ -1465,16 +1486,23 @@ static void test_tcp_reorder(void)
 			goto out;
 		pthread_join(thread, NULL);
 		th = false;
+		round++;
+		if (inject) {
+			failslab(0);
+			drops = tcp_mib("TCPRcvQDrop") - drops;
+		}
 		if (!ASSERT_OK(w.err, "client send"))
 			goto out;
 		ofo = tcp_mib("TCPOFOQueue");
+		if (inject || (!nomem && ofo > 0))
+			break;
 	}
 	if (!ASSERT_OK(bpf_map_lookup_elem(bpf_map__fd(skel->maps.stream),
 					   &zero, &st), "stream map"))
 		goto out;
-	printf("%s: %d round(s), %llu runs, %llu see-only; TCPOFOQueue %lld\n",
+	printf("%s: %d round(s), %llu runs, %llu see-only; TCPOFOQueue %lld, no clone %lld\n",
 	       __func__, round, (unsigned long long)st.runs,
-	       (unsigned long long)st.see_only, ofo);
+	       (unsigned long long)st.see_only, ofo, nomem ? drops : 0);
 	ASSERT_EQ(st.bytes, total * round, "bytes the program saw");
 	ASSERT_EQ(st.bad, 0, "runs out of place");
 	ASSERT_EQ(st.lost, 0, "runs on a lost connection");
@@ -1482,7 +1510,11 @@ static void test_tcp_reorder(void)
 	/* otherwise the test proved nothing of the out-of-order queue */
 	ASSERT_GT(ofo, 0, "segments through the out-of-order queue");
 	ASSERT_GT(st.see_only, 0, "see-only runs from it");
+	if (nomem)
+		ASSERT_GT(drops, 0, "segments the hook could not clone");
 out:
+	if (nomem)
+		failslab(0);
 	if (th) {
 		shutdown(w.fd, SHUT_RDWR);
 		pthread_join(thread, NULL);
@@ -1495,6 +1527,16 @@ out:
 	close_fd(srv);
 	close_fd(link);
 	xps_test__destroy(skel);
+}
+
+static void test_tcp_reorder(void)
+{
+	tcp_stream(false);
+}
+
+static void test_tcp_reorder_nomem(void)
+{
+	tcp_stream(true);
 }
 
 /* Data in a Fast Open SYN reaches the owner without the program: the
@@ -2548,6 +2590,7 @@ static const struct {
 	{ "tcp_urgent", test_tcp_urgent },
 	{ "tcp_clone_fails", test_tcp_clone_fails },
 	{ "tcp_reorder", test_tcp_reorder },
+	{ "tcp_reorder_nomem", test_tcp_reorder_nomem },
 	{ "tcp_fastopen", test_tcp_fastopen },
 	{ "tcp_opt_in", test_tcp_opt_in },
 	{ "udp_tx_v4", test_udp_tx_v4 },
