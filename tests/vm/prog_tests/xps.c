@@ -1426,10 +1426,10 @@ static void *stream_write(void *arg)
  * out-of-order queue hands over (see-only), retransmissions overlapping
  * bytes already received (from rcv_nxt on), duplicates not at all.  The
  * connection is never lost to it, and the owner reads the stream intact.
- * @nomem: the last round also fails one allocation that may not sleep in
- * ten, thirty times over (failslab): the hook drops the segments, in order
- * or from the out-of-order queue, that it cannot clone for the program,
- * and the peer sends them again.
+ * @nomem: then rounds that fail three in ten allocations that may not
+ * sleep, twenty times over (failslab), until the hook has dropped a
+ * segment, in order or from the out-of-order queue, that it could not
+ * clone for the program: the peer sends it again.
  */
 static void tcp_stream(bool nomem)
 {
@@ -1438,7 +1438,7 @@ static void tcp_stream(bool nomem)
 	struct stream_writer w = { .fd = -1 };
 	int srv = -1, link = -1, one = 1, round;
 	bool netem = false, th = false, inject;
-	long long ofo = 0, drops = 0;
+	long long ofo = 0, drops = 0, drops0 = 0;
 	struct xps_test_stream st = {};
 	char *buf = NULL, *got = NULL;
 	struct xps_test *skel;
@@ -1467,13 +1467,13 @@ static void tcp_stream(bool nomem)
 	w.len = total;
 	/*
 	 * Rounds until netem has reordered something (the first, mostly);
-	 * with @nomem, one more that fails allocations.
+	 * with @nomem, more until a failed allocation was the hook's.
 	 */
 	for (round = 0; round < 6;) {
 		inject = nomem && ofo > 0;
 		if (inject) {
-			drops = tcp_mib("TCPRcvQDrop");
-			if (!failslab_set(10, 30))
+			drops0 = tcp_mib("TCPRcvQDrop");
+			if (!failslab_set(30, 20))
 				goto out;
 		}
 		if (!ASSERT_OK(pthread_create(&thread, NULL, stream_write, &w),
@@ -1489,12 +1489,12 @@ static void tcp_stream(bool nomem)
 		round++;
 		if (inject) {
 			failslab(0);
-			drops = tcp_mib("TCPRcvQDrop") - drops;
+			drops += tcp_mib("TCPRcvQDrop") - drops0;
 		}
 		if (!ASSERT_OK(w.err, "client send"))
 			goto out;
 		ofo = tcp_mib("TCPOFOQueue");
-		if (inject || (!nomem && ofo > 0))
+		if (nomem ? drops > 0 : ofo > 0)
 			break;
 	}
 	if (!ASSERT_OK(bpf_map_lookup_elem(bpf_map__fd(skel->maps.stream),
