@@ -56,7 +56,9 @@ for s in "${suites[@]}"; do
 		run "unit: the selftest kernel patch is generated from tests/vm" \
 			scripts/gen-selftest-patch.sh --check
 		run "unit: the host suites' kernel-log splat check" \
-			python3 tests/kernel_log.py selftest ;;
+			python3 tests/kernel_log.py selftest
+		run "unit: kwatch, the unbalanced-socket watcher (tests/kwatch)" \
+			bash -c "$(declare -f need_root); need_root kwatch && tests/kwatch/smoke.sh" ;;
 	verifier)
 		run "verifier: parsers accepted by this kernel" tests/verifier/gate.sh ;;
 	api)
