@@ -132,16 +132,17 @@ bool filler_check_begin(struct filler *f, __u32 *seen)
 	}
 }
 
-bool filler_check_end(struct filler *f, __u32 no_serve, __u32 seen,
-		      bool may_lift, const char *why)
+const char *filler_check_end(struct filler *f, __u32 no_serve, __u32 seen,
+			     bool may_lift, const char *why)
 {
 	xps_kvcache__lease(f->kc, FILLER_LEASE_NS);
 	if (why && why[0]) {
 		xps_kvcache__flags(f->kc, no_serve, 0);
-		return false;
+		return why;
 	}
-	if (!(seen & no_serve))
-		return true;
 	/* a stop stays until a check that may lift it */
-	return may_lift && !xps_kvcache__lift(f->kc, no_serve, seen);
+	if ((seen & no_serve) &&
+	    !(may_lift && !xps_kvcache__lift(f->kc, no_serve, seen)))
+		return "waiting for writes in flight to be answered";
+	return "";
 }

@@ -58,15 +58,13 @@ bool filler_check_begin(struct filler *f, __u32 *seen);
  * and found @why (empty: the handler may serve): serving resumes only if
  * the check may lift a stop and the handler set none since @seen
  * (xps_kvcache__lift()); else @no_serve stays or is set.  Renews the
- * lease either way: the filler is alive and checking.  Returns whether
- * the handler may serve now (@no_serve clear), so that the daemon says
- * "serving" only once it does.
+ * lease either way: the filler is alive and checking.  Returns what the
+ * daemon reports (daemon_report()): @why; else "" once the handler may
+ * serve (@no_serve clear), so that the daemon says "serving" only then;
+ * else why the stop stays.
  */
-bool filler_check_end(struct filler *f, __u32 no_serve, __u32 seen,
-		      bool may_lift, const char *why);
-
-/* Why a check that found nothing wrong still left @no_serve set. */
-#define FILLER_WAITING "waiting for writes in flight to be answered"
+const char *filler_check_end(struct filler *f, __u32 no_serve, __u32 seen,
+			     bool may_lift, const char *why);
 
 
 /*

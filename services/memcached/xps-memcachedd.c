@@ -720,11 +720,8 @@ static int mcd_check(struct daemon *d)
 	else if (last_udp_write && d->now_ns - last_udp_write < UDP_QUIET_NS)
 		snprintf(x->why, sizeof(x->why),
 			 "a write arrived over UDP less than a second ago");
-	if (filler_check_end(&x->f, MC_NO_SERVE, stops, may_lift, x->why) ||
-	    x->why[0])
-		daemon_report(d, x->why);
-	else
-		daemon_report(d, FILLER_WAITING);
+	daemon_report(d, filler_check_end(&x->f, MC_NO_SERVE, stops, may_lift,
+					  x->why));
 	return DAEMON_OK;
 }
 

@@ -585,11 +585,8 @@ static int redisd_check(struct daemon *d)
 		/* closed, or an error reply (BUSY, LOADING) */
 		return daemon_lost(d, "Redis failed a check: reconnecting",
 				   "Redis failed a check (restarted, busy or loading?)");
-	if (filler_check_end(&x->f, REDIS_NO_SERVE, seen, may_lift, x->why) ||
-	    x->why[0])
-		daemon_report(d, x->why);
-	else
-		daemon_report(d, FILLER_WAITING);
+	daemon_report(d, filler_check_end(&x->f, REDIS_NO_SERVE, seen,
+					  may_lift, x->why));
 	if (d->verbose)
 		logmsg("learned %llu, not cacheable %llu",
 		       (unsigned long long)x->f.fills,

@@ -1369,7 +1369,7 @@ static void test_tcp_clone_fails(void)
 	    !ASSERT_TRUE(ownr_answered(cli), "answered before the failure"))
 		goto out;
 	for (i = 0; i < XPS_FAILSLAB_TRIES && !drops; i++) {
-		before = net_stat("/proc/net/netstat", "TcpExt", "TCPRcvQDrop");
+		before = tcp_mib("TCPRcvQDrop");
 		if (!ASSERT_GE(before, 0, "TcpExt TCPRcvQDrop") ||
 		    !failslab(1))
 			goto out;
@@ -1378,8 +1378,7 @@ static void test_tcp_clone_fails(void)
 		/* before: the segment reached the owner unseen, unanswered */
 		if (!ASSERT_TRUE(answered, "answered, the failure or not"))
 			goto out;
-		drops = net_stat("/proc/net/netstat", "TcpExt",
-				 "TCPRcvQDrop") - before;
+		drops = tcp_mib("TCPRcvQDrop") - before;
 	}
 	if (!ASSERT_EQ(drops, 1, "segments dropped for want of a clone"))
 		goto out;
@@ -1942,7 +1941,7 @@ static void test_udp_clone_fails(void)
 	    !udp_answered(cli, &ss, len, "PING", "PONG", 4))
 		goto out;
 	for (i = 0; i < XPS_FAILSLAB_TRIES && !drops; i++) {
-		before = net_stat("/proc/net/snmp", "Udp", "MemErrors");
+		before = udp_mib("MemErrors");
 		if (!ASSERT_GE(before, 0, "Udp MemErrors") || !failslab(1))
 			goto out;
 		if (!ASSERT_EQ(sendto(cli, "PING", 4, 0, (void *)&ss, len), 4,
@@ -1954,7 +1953,7 @@ static void test_udp_clone_fails(void)
 			  recv(cli, buf, sizeof(buf), 0) == 4;
 		failslab(0);
 		owner = readable(srv, 0);
-		drops = net_stat("/proc/net/snmp", "Udp", "MemErrors") - before;
+		drops = udp_mib("MemErrors") - before;
 		/* before: the datagram reached the owner unseen */
 		if (!ASSERT_FALSE(owner, "datagram for the owner") ||
 		    !ASSERT_NEQ(replied, drops > 0, "answered or dropped"))
