@@ -1538,6 +1538,161 @@ static void test_tcp_reorder_nomem(void)
 	tcp_stream(true);
 }
 
+/* TCP options as TCP_REPAIR_OPTIONS names them (include/net/tcp.h). */
+#ifndef TCPOPT_MSS
+#define TCPOPT_MSS		2
+#endif
+#ifndef TCPOPT_WINDOW
+#define TCPOPT_WINDOW		3
+#endif
+#ifndef TCPOPT_TIMESTAMP
+#define TCPOPT_TIMESTAMP	8
+#endif
+
+/* One of @fd's repair queues' sequence numbers (TCP_QUEUE_SEQ). */
+static bool repair_seq(int fd, int queue, __u32 *seq, bool set)
+{
+	socklen_t len = sizeof(*seq);
+
+	if (!ASSERT_OK(setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &queue,
+				  sizeof(queue)), "TCP_REPAIR_QUEUE"))
+		return false;
+	if (set)
+		return ASSERT_OK(setsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, seq,
+					    sizeof(*seq)), "set TCP_QUEUE_SEQ");
+	return ASSERT_OK(getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, seq, &len),
+			 "get TCP_QUEUE_SEQ");
+}
+
+/*
+ * A client connection rebuilt with TCP_REPAIR in place of @*cli, its send
+ * sequence @back bytes behind where @*cli had got to, so that the next
+ * bytes it sends overlap @back bytes the server has received already.
+ * The old socket is closed in repair mode: no FIN, no RST.
+ */
+static bool rewind_client(int *cli, __u32 back)
+{
+	struct sockaddr_storage local, peer;
+	socklen_t llen = sizeof(local), plen = sizeof(peer), len;
+	struct tcp_repair_window win;
+	struct tcp_repair_opt opts[3];
+	__u32 snd, rcv, ts, mss;
+	int one = 1, off = TCP_REPAIR_OFF_NO_WP, fd = -1;
+	struct tcp_info ti;
+
+	get_tcp_info(*cli, &ti);
+	if (!ASSERT_OK(getsockname(*cli, (void *)&local, &llen), "getsockname") ||
+	    !ASSERT_OK(getpeername(*cli, (void *)&peer, &plen), "getpeername") ||
+	    !ASSERT_OK(setsockopt(*cli, IPPROTO_TCP, TCP_REPAIR, &one,
+				  sizeof(one)), "TCP_REPAIR on") ||
+	    !repair_seq(*cli, TCP_SEND_QUEUE, &snd, false) ||
+	    !repair_seq(*cli, TCP_RECV_QUEUE, &rcv, false))
+		return false;
+	len = sizeof(win);
+	if (!ASSERT_OK(getsockopt(*cli, IPPROTO_TCP, TCP_REPAIR_WINDOW, &win,
+				  &len), "get TCP_REPAIR_WINDOW"))
+		return false;
+	len = sizeof(ts);
+	if (!ASSERT_OK(getsockopt(*cli, IPPROTO_TCP, TCP_TIMESTAMP, &ts, &len),
+		       "get TCP_TIMESTAMP"))
+		return false;
+	len = sizeof(mss);
+	if (!ASSERT_OK(getsockopt(*cli, IPPROTO_TCP, TCP_MAXSEG, &mss, &len),
+		       "get TCP_MAXSEG"))
+		return false;
+	close(*cli);
+	*cli = -1;
+
+	fd = socket(local.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (!ASSERT_OK_FD(fd, "socket"))
+		return false;
+	timeouts(fd, 10);
+	snd -= back;
+	opts[0] = (struct tcp_repair_opt){ TCPOPT_MSS, mss };
+	opts[1] = (struct tcp_repair_opt){
+		TCPOPT_WINDOW, ti.tcpi_snd_wscale | ti.tcpi_rcv_wscale << 16 };
+	opts[2] = (struct tcp_repair_opt){ TCPOPT_TIMESTAMP, 0 };
+	if (!ASSERT_OK(setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &one,
+				  sizeof(one)), "TCP_REPAIR on (new)") ||
+	    !ASSERT_OK(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+				  sizeof(one)), "SO_REUSEADDR") ||
+	    !repair_seq(fd, TCP_SEND_QUEUE, &snd, true) ||
+	    !repair_seq(fd, TCP_RECV_QUEUE, &rcv, true) ||
+	    !ASSERT_OK(bind(fd, (void *)&local, llen), "bind") ||
+	    !ASSERT_OK(connect(fd, (void *)&peer, plen), "connect (repair)") ||
+	    !ASSERT_OK(setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_OPTIONS, opts,
+				  sizeof(opts)), "TCP_REPAIR_OPTIONS") ||
+	    !ASSERT_OK(setsockopt(fd, IPPROTO_TCP, TCP_TIMESTAMP, &ts,
+				  sizeof(ts)), "set TCP_TIMESTAMP") ||
+	    !ASSERT_OK(setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_WINDOW, &win,
+				  sizeof(win)), "set TCP_REPAIR_WINDOW") ||
+	    !ASSERT_OK(setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &off,
+				  sizeof(off)), "TCP_REPAIR off")) {
+		close(fd);
+		return false;
+	}
+	*cli = fd;
+	return true;
+}
+
+/*
+ * A segment that overlaps bytes already received (a retransmission after
+ * a lost ACK, collapsed with new bytes) runs the program on its new bytes
+ * only, see-only, and the connection is not lost: the client is rebuilt
+ * with TCP_REPAIR 100 bytes behind, and sends them again with 1000 new
+ * ones in one segment.  The server must have acknowledged the overlap
+ * as a duplicate (TCPDSACKOldSent), or the test proved nothing.
+ */
+static void test_tcp_overlap(void)
+{
+	const size_t first = 1000, back = 100, more = 1000;
+	char buf[2000], got[1000];
+	struct xps_test_stream st = {};
+	int cli = -1, srv = -1, link = -1;
+	struct xps_test *skel;
+	long long dsack;
+	__u32 zero = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = i % XPS_TEST_STREAM_MOD;
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, XPS_TEST_STREAM_PORT, &cli, &srv) ||
+	    !ASSERT_OK(send_all(cli, buf, first), "send") ||
+	    !ASSERT_OK(recv_all(srv, got, first), "owner recv") ||
+	    !ASSERT_OK(memcmp(got, buf, first), "owner read the first bytes"))
+		goto out;
+	/* every byte acknowledged: the rebuilt client starts from there */
+	if (!wait_acked(cli, first))
+		goto out;
+	dsack = tcp_mib("TCPDSACKOldSent");
+	if (!rewind_client(&cli, back) ||
+	    !ASSERT_OK(send_all(cli, buf + first - back, back + more),
+		       "send the overlap and more") ||
+	    !ASSERT_OK(recv_all(srv, got, more), "owner recv") ||
+	    !ASSERT_OK(memcmp(got, buf + first, more),
+		       "owner read the new bytes once"))
+		goto out;
+	ASSERT_GT(tcp_mib("TCPDSACKOldSent"), dsack,
+		  "the server saw the overlap");
+	if (!ASSERT_OK(bpf_map_lookup_elem(bpf_map__fd(skel->maps.stream),
+					   &zero, &st), "stream map"))
+		goto out;
+	ASSERT_EQ(st.bytes, first + more, "bytes the program saw");
+	ASSERT_EQ(st.bad, 0, "runs out of place");
+	ASSERT_GT(st.see_only, 0, "the overlapping run see-only");
+	ASSERT_EQ(st.lost, 0, "runs on a lost connection");
+	ASSERT_EQ(tcp_mib("TCPXPSLost"), 0, "TCPXPSLost");
+out:
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
 /* Data in a Fast Open SYN reaches the owner without the program: the
  * connection is lost to it.
  */
@@ -1970,12 +2125,54 @@ out:
 }
 
 /*
+ * What the tracepoints of @proto (0: tcp:tcp_xps_run, 1: udp:udp_xps_run)
+ * counted agrees with the MIB counters @mib reads (@prefix: "TCPXPS" or
+ * "Xps"): every run, the verdicts carried out, and the refused ones (the
+ * program's verdict not carried out).
+ */
+static void trace_agrees(struct xps_test *skel, int proto,
+			 long long (*mib)(const char *), const char *prefix)
+{
+	static const char *const names[] = {
+		[XPS_DROP] = "Drop", [XPS_TX] = "Answer", [XPS_RESET] = "Reset",
+	};
+	long long runs = 0, by[XPS_VERDICT_MAX + 1] = {}, refused = 0;
+	char name[32];
+	int p, v;
+
+	for (p = 0; p <= XPS_VERDICT_MAX; p++)
+		for (v = 0; v <= XPS_VERDICT_MAX; v++) {
+			long long n = skel->bss->trace_runs[proto][p][v];
+
+			runs += n;
+			by[v] += n;
+			if (p != v)
+				refused += n;
+		}
+	snprintf(name, sizeof(name), "%sRun", prefix);
+	ASSERT_EQ(runs, mib(name), "tracepoint events: runs");
+	snprintf(name, sizeof(name), "%sRefused", prefix);
+	ASSERT_EQ(refused, mib(name), "tracepoint events: refused");
+	for (v = XPS_DROP; v <= XPS_RESET; v++) {
+		/* UDP carries XPS_RESET out as XPS_DROP: no such counter */
+		if (proto && v == XPS_RESET) {
+			ASSERT_EQ(by[v], 0, "tracepoint events: UDP resets");
+			continue;
+		}
+		snprintf(name, sizeof(name), "%s%s", prefix, names[v]);
+		ASSERT_EQ(by[v], mib(name), name);
+	}
+}
+
+/*
  * The namespace's MIB counters (TcpExt TCPXPS*, Udp Xps*) count the runs,
- * answers, drops, resets, refused verdicts and lost connections.
+ * answers, drops, resets, refused verdicts and lost connections; the
+ * tracepoints tcp:tcp_xps_run and udp:udp_xps_run see the same runs.
  */
 static void test_mib_counters(void)
 {
 	int cli = -1, srv = -1, link = -1, ulink = -1, ucli = -1, usrv = -1;
+	struct bpf_link *ttrace = NULL, *utrace = NULL;
 	struct sockaddr_storage ss;
 	struct xps_test *skel;
 	socklen_t len;
@@ -1984,6 +2181,11 @@ static void test_mib_counters(void)
 	skel = xps_load();
 	if (!skel)
 		return;
+	ttrace = bpf_program__attach(skel->progs.trace_tcp_run);
+	utrace = bpf_program__attach(skel->progs.trace_udp_run);
+	if (!ASSERT_OK_PTR(ttrace, "attach tp_btf/tcp_xps_run") ||
+	    !ASSERT_OK_PTR(utrace, "attach tp_btf/udp_xps_run"))
+		goto out;
 	link = xps_link(skel->progs.xps_tcp, attach_tcp);
 	if (link < 0 || !tcp_pair(AF_INET, 8990, &cli, &srv) ||
 	    !ping(cli, 1) ||
@@ -2011,6 +2213,10 @@ static void test_mib_counters(void)
 	    !ASSERT_EQ(recv(cli, buf, sizeof(buf), 0), -1, "reset"))
 		goto out;
 	ASSERT_EQ(tcp_mib("TCPXPSReset"), 1, "TCPXPSReset");
+	trace_agrees(skel, 0, tcp_mib, "TCPXPS");
+	/* the urgent PING: the program's XPS_TX, carried out as XPS_PASS */
+	ASSERT_EQ(skel->bss->trace_runs[0][XPS_TX][XPS_PASS], 1,
+		  "tcp:tcp_xps_run of the refused XPS_TX");
 
 	ulink = xps_link(skel->progs.xps_udp, attach_udp);
 	if (ulink < 0 ||
@@ -2025,7 +2231,10 @@ static void test_mib_counters(void)
 	ASSERT_EQ(udp_mib("XpsAnswer"), 1, "Udp XpsAnswer");
 	ASSERT_EQ(udp_mib("XpsDrop"), 1, "Udp XpsDrop");
 	ASSERT_EQ(udp_mib("XpsRefused"), 0, "Udp XpsRefused");
+	trace_agrees(skel, 1, udp_mib, "Xps");
 out:
+	bpf_link__destroy(ttrace);
+	bpf_link__destroy(utrace);
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(ucli);
@@ -2590,6 +2799,7 @@ static const struct {
 	{ "tcp_clone_fails", test_tcp_clone_fails },
 	{ "tcp_reorder", test_tcp_reorder },
 	{ "tcp_reorder_nomem", test_tcp_reorder_nomem },
+	{ "tcp_overlap", test_tcp_overlap },
 	{ "tcp_fastopen", test_tcp_fastopen },
 	{ "tcp_opt_in", test_tcp_opt_in },
 	{ "udp_tx_v4", test_udp_tx_v4 },

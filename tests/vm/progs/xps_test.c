@@ -33,7 +33,8 @@
  * (the tests' servers) are answered.
  * Each run that does not pass records the context the program saw in
  * `seen`; every run counts its verdict in `stats`; the "K" commands keep
- * what bpf_xps_reply() returned in `kret`.
+ * what bpf_xps_reply() returned in `kret`.  trace_tcp_run and
+ * trace_udp_run count the hooks' tracepoint events in `trace_runs`.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -43,6 +44,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include <stdbool.h>
 
 #include "xps_test.h"
 
@@ -361,6 +364,38 @@ int drop_replies(struct __sk_buff *skb)
 	if (proto != IPPROTO_UDP || bpf_skb_load_bytes(skb, l4, &sport, 2))
 		return TC_ACT_OK;
 	return bpf_ntohs(sport) == drop_port ? TC_ACT_SHOT : TC_ACT_OK;
+}
+
+/*
+ * The hooks' tracepoints (tcp:tcp_xps_run, udp:udp_xps_run): runs by
+ * [TCP, UDP][the program's verdict][the verdict carried out].
+ */
+__u64 trace_runs[2][XPS_VERDICT_MAX + 1][XPS_VERDICT_MAX + 1];
+
+static __always_inline void trace_run(int udp, int prog_verdict, int verdict)
+{
+	if (prog_verdict >= 0 && prog_verdict <= XPS_VERDICT_MAX &&
+	    verdict >= 0 && verdict <= XPS_VERDICT_MAX)
+		__sync_fetch_and_add(&trace_runs[udp][prog_verdict][verdict], 1);
+}
+
+struct sock;
+struct sk_buff;
+
+SEC("tp_btf/tcp_xps_run")
+int BPF_PROG(trace_tcp_run, const struct sock *sk, __u32 len,
+	     int prog_verdict, int verdict, bool see_only)
+{
+	trace_run(0, prog_verdict, verdict);
+	return 0;
+}
+
+SEC("tp_btf/udp_xps_run")
+int BPF_PROG(trace_udp_run, const struct sock *sk, const struct sk_buff *skb,
+	     int prog_verdict, int verdict)
+{
+	trace_run(1, prog_verdict, verdict);
+	return 0;
 }
 
 /* Loaded with a sockmap attach type: must not attach as XPS. */
