@@ -372,11 +372,24 @@ int drop_replies(struct __sk_buff *skb)
  */
 __u64 trace_runs[2][XPS_VERDICT_MAX + 1][XPS_VERDICT_MAX + 1];
 
-static __always_inline void trace_run(int udp, int prog_verdict, int verdict)
+#define TRACE_RUNS	(sizeof(trace_runs) / sizeof(trace_runs[0][0][0]))
+_Static_assert((TRACE_RUNS & (TRACE_RUNS - 1)) == 0, "a power of two");
+
+static __always_inline void trace_run(__u32 udp, __u32 prog_verdict,
+				      __u32 verdict)
 {
-	if (prog_verdict >= 0 && prog_verdict <= XPS_VERDICT_MAX &&
-	    verdict >= 0 && verdict <= XPS_VERDICT_MAX)
-		__sync_fetch_and_add(&trace_runs[udp][prog_verdict][verdict], 1);
+	__u32 i;
+
+	if (prog_verdict > XPS_VERDICT_MAX || verdict > XPS_VERDICT_MAX)
+		return;
+	i = (udp * (XPS_VERDICT_MAX + 1) + prog_verdict) *
+	    (XPS_VERDICT_MAX + 1) + verdict;
+	/* in bounds already; the mask is for the verifier, which loses
+	 * the bounds of checks the compiler merges (and the barrier keeps
+	 * the compiler from dropping the mask as redundant)
+	 */
+	barrier_var(i);
+	__sync_fetch_and_add(&trace_runs[0][0][0] + (i & (TRACE_RUNS - 1)), 1);
 }
 
 struct sock;
