@@ -157,9 +157,9 @@ $(XPSCTL): $(CLI_OBJS) $(LIBXPS_A)
 # what the daemons share (daemons/); unused parts (filler.c in
 # xps-clusterd) are dropped by --gc-sections
 DAEMON_LIB_SRCS := daemons/daemon.c daemons/reader.c daemons/resp.c daemons/filler.c
-$(OUTPUT)/xps-%: xps-%.c $(DAEMON_LIB_SRCS) daemons/*.h $(LIBXPS_A) libxps/*.h include/xps/*.h $(SHARED_HDRS)
+$(OUTPUT)/xps-%: xps-%.c $(DAEMON_LIB_SRCS) daemons/*.h $(LIBXPS_A) libxps/*.h include/xps/*.h $(SHARED_HDRS) bpf/proto/*.h
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) -Idaemons -ffunction-sections -Wl,--gc-sections -o $@ $< \
+	$(Q)$(CC) $(USER_CFLAGS) -Idaemons -Ibpf -ffunction-sections -Wl,--gc-sections -o $@ $< \
 		$(DAEMON_LIB_SRCS) $(LIBXPS_A) $(LIBBPF_LIBS)
 
 install: all

@@ -403,6 +403,23 @@ int xps_kvcache__lift(struct xps_kvcache *kc, __u32 clear, __u32 seen)
 	return 0;
 }
 
+int xps_kvcache__grant(struct xps_kvcache *kc, __u32 set, __u32 seen)
+{
+	__u32 cur;
+
+	if (!kc)
+		return libxps_err(-EINVAL);
+	cur = __atomic_load_n(state_flags(kc), __ATOMIC_SEQ_CST);
+	do {
+		if ((cur ^ seen) >> XPS_KV_STOP_GEN_SHIFT)
+			return -EAGAIN;	/* routine: not logged */
+	} while (!__atomic_compare_exchange_n(state_flags(kc), &cur,
+					      cur | set, false,
+					      __ATOMIC_SEQ_CST,
+					      __ATOMIC_SEQ_CST));
+	return 0;
+}
+
 long long xps_kvcache__writes_all_pending(struct xps_kvcache *kc)
 {
 	__u32 zero = 0;

@@ -235,6 +235,14 @@ LIBXPS_API __u32 xps_kvcache__stops(struct xps_kvcache *kc);
 LIBXPS_API int xps_kvcache__lift(struct xps_kvcache *kc, __u32 clear,
 				 __u32 seen);
 /*
+ * Set @set in the flags, unless the handler stopped the fast path since
+ * @seen was read, as xps_kvcache__lift() clears: for a property of the
+ * server that a check found, which the handler withdraws at a stop.  0,
+ * or -EAGAIN when a stop came since.
+ */
+LIBXPS_API int xps_kvcache__grant(struct xps_kvcache *kc, __u32 set,
+				  __u32 seen);
+/*
  * How many writes of every key (server-wide changes among them) are
  * unanswered now (struct xps_wpend ovf), or a negative errno.
  */

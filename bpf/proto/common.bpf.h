@@ -170,6 +170,11 @@ enum xps_req_flags {
 					 * with a protocol error, executing
 					 * nothing of it or after it on the
 					 * connection (Redis closes it) */
+	XPS_F_UNKNOWN = 1 << 13,	/* Redis: a command name (unquoted)
+					 * not in the handler's table, taken
+					 * for a write of every key (XPS_F_ALL)
+					 * unless the server is known to have
+					 * no such command */
 };
 
 /* A byte range of the scratch buffer. */

@@ -71,7 +71,9 @@ enum xps_redis_class {
 /*
  * The table.  Most frequent first: a lookup walks it in order.  Every
  * command redis-server 7.0 lists is here; anything else (a module command,
- * a typo, a newer command) is XPS_RC_UNKNOWN and invalidates everything.
+ * a typo, a newer or renamed command) is XPS_RC_UNKNOWN, parsed as a write
+ * of every key with XPS_F_UNKNOWN: a handler that knows the server lists
+ * no command missing here may take it for one Redis refuses.
  */
 #define XPS_REDIS_COMMANDS(X)						\
 	X("GET", XPS_RC_GET | XPS__RK(1, 1, 1))				\
@@ -646,6 +648,9 @@ XPS_GLOBAL int xps_redis__classify(const struct xps_buf *buf,
 	default:
 		kind = XPS_REQ_INVALIDATE;
 		flags |= XPS_F_ALL;
+		/* quoted, the name Redis looks up is not these bytes */
+		if (!quoted)
+			flags |= XPS_F_UNKNOWN;
 		break;
 	}
 

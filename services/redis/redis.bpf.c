@@ -254,6 +254,27 @@ int xps_redis_write_through(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 	return xps_kv_wt_stamp(skb, sc, cgen, hash);
 }
 
+/*
+ * A command missing from the handler's table is one Redis refuses,
+ * executing nothing, once the filler has found every command this Redis
+ * lists in the table (REDIS_CMDS_KNOWN) and while the server it asked is
+ * the one listening: not a write, then (docs/coherence.md, "Commands
+ * Redis does not know").  Returns the request's kind.
+ */
+static __always_inline int unknown_refused(struct xps_kv_walk *w, int kind)
+{
+	struct xps_kv_req *req = &w->sc->req;
+	struct redis_state *st = w->st;
+
+	if (!(req->flags & XPS_F_UNKNOWN) ||
+	    !(*(volatile __u32 *)&st->kv.flags & REDIS_CMDS_KNOWN) ||
+	    xps_server_gone())
+		return kind;
+	req->flags &= ~(XPS_F_ALL | XPS_F_UNKNOWN);
+	req->hint = XPS_REQ_HARMLESS;
+	return kind == XPS_REQ_INVALIDATE ? XPS_REQ_HARMLESS : kind;
+}
+
 static long walk_one(__u32 i, void *ctx)
 {
 	struct xps_kv_walk *w = ctx;
@@ -281,6 +302,7 @@ static long walk_one(__u32 i, void *ctx)
 		kind = XPS_REQ_SERVE;
 	} else {
 		kind = xps_redis_parse(w->sc->in, w->len, w->off, req);
+		kind = unknown_refused(w, kind);
 	}
 	/* one reply per request, but for the ones Redis ignores */
 	if (kind != XPS_REQ_INCOMPLETE && kind != XPS_REQ_MALFORMED)
@@ -316,8 +338,11 @@ static long walk_one(__u32 i, void *ctx)
 			xps_kv_invalidate(w);
 		if (w->cs)
 			w->cs->flags |= REDIS_CONN_NO_SERVE;
-		if (req->flags & XPS_F_GLOBAL)
+		if (req->flags & XPS_F_GLOBAL) {
 			xps_kv_stop(&st->kv);
+			/* after the stop: a grant must see it (redis.h) */
+			__sync_fetch_and_and(&st->kv.flags, ~REDIS_CMDS_KNOWN);
+		}
 		w->serve = 0;
 		w->learn = 0;
 		break;

@@ -29,6 +29,13 @@ enum redis_state_flags {
 	 * until none is left, and keeps REDIS_NO_SERVE meanwhile.
 	 */
 	REDIS_MONITOR = 1 << 1,
+	/*
+	 * Granted by the filler: every command Redis lists (COMMAND LIST)
+	 * is in the handler's table, so a command missing from it is one
+	 * Redis refuses, executing nothing.  The handler drops it at every
+	 * server-wide change (MODULE LOAD among them), after its stop.
+	 */
+	REDIS_CMDS_KNOWN = 1 << 2,
 };
 
 struct redis_state {

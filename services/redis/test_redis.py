@@ -27,13 +27,13 @@ PORT = 17400
 class Redis:
     """A throwaway redis-server: no persistence, no unix socket."""
 
-    def __init__(self, port=PORT, bind="127.0.0.1 ::1"):
+    def __init__(self, port=PORT, bind="127.0.0.1 ::1", args=()):
         self.port = port
         self.dir = tempfile.mkdtemp(prefix="xps-redis-")
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(port), "--bind", bind,
              "--save", "", "--appendonly", "no", "--dir", self.dir,
-             "--protected-mode", "no", "--loglevel", "warning"],
+             "--protected-mode", "no", "--loglevel", "warning"] + list(args),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(self._up, what="redis-server on port %d" % port)
 
@@ -777,6 +777,75 @@ def test_protocol_errors_cost_no_cache():
         for _ in range(20):
             eq(c.call("GET", "pe:k"), b"$3\r\nnew\r\n", "GET after it")
         w.close()
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
+def test_unknown_commands_cost_no_cache():
+    """A command Redis does not know is refused, executing nothing.  Once
+    the filler has found every command this Redis lists (COMMAND LIST) in
+    the handler's table, the kernel keeps serving what it holds across
+    one, inline or not (before, every such command dropped every cached
+    value).  A command quoted inline is still a write of every key: Redis
+    unquotes the name."""
+    r = Redis()
+    try:
+        c = start_serving(r)
+        eq(c.call("SET", "uc:k", "old"), b"+OK\r\n", "SET")
+        warm(c, "uc:k", b"old")
+
+        def survives(raw):
+            c.c.sendall(raw)
+            rep, c.buf = read_reply(c.c, c.buf)
+            eq(rep[:4], b"-ERR", "Redis's answer to %r" % raw)
+            return kernel_get(c, "uc:k", b"$3\r\nold\r\n")
+        # the filler grants it at its next check (once a second)
+        t = time.time()
+        while not survives(resp(b"FOOBAR")):
+            if time.time() - t > 5 * SLOW:
+                raise AssertionError("an unknown command still drops the cache")
+            warm(c, "uc:k", b"old")
+            time.sleep(0.2)
+        for raw in (resp(b"NOSUCHCMD", b"uc:k", b"new"), resp(b"$3"),
+                    b"FOOBAR uc:k new\r\n"):
+            eq(survives(raw), True, "the kernel answered uc:k after %r" % raw)
+        # the filler's own requests (its checks, the COMMAND INFOs of the
+        # grant) cost no cache either: it keeps its connection's bounds
+        time.sleep(2.5)
+        eq(kernel_get(c, "uc:k", b"$3\r\nold\r\n"), True,
+           "the kernel answered uc:k after the filler's checks")
+        # "SET" quoted: Redis runs SET
+        c.c.sendall(b'"SET" uc:k new\r\n')
+        rep, c.buf = read_reply(c.c, c.buf)
+        eq(rep, b"+OK\r\n", "a quoted inline SET")
+        for _ in range(20):
+            eq(c.call("GET", "uc:k"), b"$3\r\nnew\r\n", "GET after the quoted SET")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
+def test_renamed_command_is_a_write():
+    """Against a Redis with a renamed command (rename-command SET MYSET),
+    which the handler does not know, the filler grants nothing: MYSET is
+    a write of every key, and no GET after its +OK is served stale."""
+    r = Redis(args=("--rename-command", "SET", "MYSET"))
+    try:
+        start_service(r)
+        c = Client()
+        eq(c.call("MYSET", "rn:k", "old"), b"+OK\r\n", "MYSET")
+        warm(c, "rn:k", b"old")
+        time.sleep(2.5)     # checks enough for a wrong grant to show
+        warm(c, "rn:k", b"old")
+        eq(c.call("MYSET", "rn:k", "new"), b"+OK\r\n", "MYSET")
+        for _ in range(20):
+            eq(c.call("GET", "rn:k"), b"$3\r\nnew\r\n", "GET after MYSET")
+        eq(c.call("SET", "rn:k", "x")[:4], b"-ERR", "SET, renamed away")
         c.close()
     finally:
         xpsctl("service", "stop", "redis", check=False)

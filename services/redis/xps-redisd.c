@@ -32,6 +32,7 @@
 #include "filler.h"
 #include "resp.h"
 #include "redis.h"
+#include "proto/redis.bpf.h"	/* the handler's command table */
 
 #define logmsg(...) daemon_log("xps-redisd: " __VA_ARGS__)
 
@@ -43,6 +44,7 @@ struct ctx {
 	struct conn redis;
 	size_t seg;		/* bytes a write to Redis may carry */
 	char why[400];		/* why the handler may not serve, or "" */
+	char unknown[64];	/* a command Redis lists, not the handler */
 };
 
 _Static_assert(offsetof(struct redis_state, kv) == 0,
@@ -184,6 +186,139 @@ static int check_modules(struct ctx *x)
 			 "Redis has %d module(s) loaded: their commands may change what a GET answers",
 			 mods);
 	return 0;
+}
+
+/* Read one whole reply, however deep (RESP2); *nil: it was a nil. */
+static int reply_drain(struct conn *c, bool *nil)
+{
+	long long left = 1, n;
+	char line[512], t;
+	bool first = true;
+
+	while (left-- > 0) {
+		if (read_reply(c, &t, &n, NULL, 0, line, sizeof(line)))
+			return -1;
+		if (first)
+			*nil = (t == '*' || t == '$') && n == -1;
+		first = false;
+		if (t == '*' && n > 0)
+			left += n;
+	}
+	return 0;
+}
+
+#define CMD_NAMES_MAX	1024
+#define CMD_NAME_MAX	64
+
+/*
+ * COMMAND INFO of names[@from, @to) in one write: 1 when each is a command
+ * by that name, 0 when one is not (x->unknown), -1 on failure.
+ */
+static int commands_callable(struct ctx *x, char (*names)[CMD_NAME_MAX],
+			     int from, int to)
+{
+	static const char *argv[CMD_NAMES_MAX + 2] = { "COMMAND", "INFO" };
+	char line[512], t;
+	int i, ok = 1;
+	long long n;
+	bool nil;
+
+	for (i = from; i < to; i++)
+		argv[2 + i - from] = names[i];
+	if (send_cmd(&x->redis, 2 + to - from, argv, NULL) ||
+	    read_reply(&x->redis, &t, &n, NULL, 0, line, sizeof(line)))
+		return -1;
+	if (t != '*' || n != to - from)
+		return resp_skip(&x->redis, t, n) ? -1 : 0;
+	for (i = from; i < to; i++) {
+		if (reply_drain(&x->redis, &nil))
+			return -1;
+		if (nil && ok) {
+			ok = 0;
+			snprintf(x->unknown, sizeof(x->unknown), "%s, renamed",
+				 names[i]);
+		}
+	}
+	return ok;
+}
+
+/*
+ * Whether every command Redis lists (COMMAND LIST, subcommands aside) is
+ * in the handler's table, looked up as the handler looks it up, and is
+ * called by the name it is listed under (COMMAND LIST gives a renamed
+ * command's old name, which COMMAND INFO then does not know): then a
+ * command missing from the table is one Redis refuses, executing nothing,
+ * and the handler need not take it for a write of every key
+ * (REDIS_CMDS_KNOWN).  A command newer than the table, or one renamed
+ * (rename-command), keeps that from holding.  1 when it holds, 0 when not
+ * (a name in x->unknown), -1 when Redis could not be asked.
+ */
+static int check_commands(struct ctx *x)
+{
+	static char names[CMD_NAMES_MAX][CMD_NAME_MAX];
+	const char *argv[] = { "COMMAND", "LIST" };
+	/* the handler's packing reads a scratch buffer: one of its size */
+	char name[XPS_SCRATCH], line[512], t;
+	int known = 1, nn = 0, from, r;
+	struct xps_words wd;
+	long long n, i, len;
+	size_t bytes, cap;
+
+	if (send_cmd(&x->redis, 2, argv, NULL) ||
+	    read_reply(&x->redis, &t, &n, NULL, 0, line, sizeof(line)))
+		return -1;
+	if (t != '*') {		/* before Redis 7.0: no COMMAND LIST */
+		snprintf(x->unknown, sizeof(x->unknown), "(no COMMAND LIST)");
+		return resp_skip(&x->redis, t, n) ? -1 : 0;
+	}
+	for (i = 0; i < n; i++) {
+		if (read_reply(&x->redis, &t, &len, name, CMD_NAME_MAX - 1,
+			       line, sizeof(line)))
+			return -1;
+		if (t != '$' || len < 0) {
+			if (resp_skip(&x->redis, t, len))
+				return -1;
+			if (known)
+				snprintf(x->unknown, sizeof(x->unknown),
+					 "(a name too long)");
+			known = 0;
+			continue;
+		}
+		/* "parent|sub": a subcommand, looked up through its parent */
+		if (!known || memchr(name, '|', len))
+			continue;
+		xps_pack_words((const __u8 *)name, 0, (__u32)len, 1, &wd);
+		if (XPS__RCLASS(xps_redis_lookup(&wd)) == XPS_RC_UNKNOWN ||
+		    nn == CMD_NAMES_MAX) {
+			known = 0;
+			snprintf(x->unknown, sizeof(x->unknown), "%.*s",
+				 (int)len, name);
+			continue;
+		}
+		memcpy(names[nn], name, len);
+		names[nn++][len] = '\0';
+	}
+	/*
+	 * COMMAND INFO of them all, in requests the handler walks whole:
+	 * writes of at most x->seg bytes (one segment each) that send_cmd()
+	 * can encode (into 1 KiB, with 32 bytes to spare past an argument),
+	 * of fewer arguments than the handler walks (XPS_REDIS_MAX_ARGS: a
+	 * longer request would lose it the connection's boundaries)
+	 */
+	cap = x->seg < 960 ? x->seg : 960;
+	for (from = 0; known && from < nn; from = (int)i) {
+		bytes = 32;
+		for (i = from; i < nn && i - from < XPS_REDIS_MAX_ARGS - 8;
+		     i++) {
+			bytes += strlen(names[i]) + 8;
+			if (bytes > cap && i > from)
+				break;
+		}
+		r = commands_callable(x, names, from, (int)i);
+		if (r <= 0)
+			return r;
+	}
+	return known;
 }
 
 /*
@@ -341,6 +476,8 @@ static int connect_redis(struct daemon *d, const char *why)
 {
 	struct ctx *x = daemon_of(d, struct ctx, d);
 
+	/* the server may be another one: its commands are asked again */
+	xps_kvcache__flags(x->f.kc, 0, REDIS_CMDS_KNOWN);
 	conn_close(&x->redis);
 	return filler_reconnect(&x->f, REDIS_NO_SERVE, why, redis_connect_cb, x);
 }
@@ -585,6 +722,23 @@ static int redisd_check(struct daemon *d)
 		/* closed, or an error reply (BUSY, LOADING) */
 		return daemon_lost(d, "Redis failed a check: reconnecting",
 				   "Redis failed a check (restarted, busy or loading?)");
+	/*
+	 * Granted as a stop is lifted (docs/coherence.md): by a check that
+	 * began after every server-wide change was answered, unless the
+	 * handler stopped again since.  Asked again after each stop only.
+	 */
+	if (!x->why[0] && may_lift && !(seen & REDIS_CMDS_KNOWN)) {
+		int known = check_commands(x);
+
+		if (known < 0)
+			return daemon_lost(d, "Redis failed a check: reconnecting",
+					   "Redis failed a check (restarted, busy or loading?)");
+		if (known)
+			xps_kvcache__grant(x->f.kc, REDIS_CMDS_KNOWN, seen);
+		else if (d->verbose)
+			logmsg("Redis lists %s, a command the handler does not know: commands it does not know count as writes of every key",
+			       x->unknown);
+	}
 	daemon_report(d, filler_check_end(&x->f, REDIS_NO_SERVE, seen,
 					  may_lift, x->why));
 	if (d->verbose)
@@ -624,6 +778,7 @@ static void redisd_finish(struct daemon *d, int status)
 
 	(void)status;
 	filler_stop(&x->f, REDIS_NO_SERVE);
+	xps_kvcache__flags(x->f.kc, 0, REDIS_CMDS_KNOWN);
 	logmsg("exiting: learned %llu, not cacheable %llu, not cached %llu",
 	       (unsigned long long)x->f.fills,
 	       (unsigned long long)x->f.skipped,

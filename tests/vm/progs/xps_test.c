@@ -372,8 +372,8 @@ int drop_replies(struct __sk_buff *skb)
  */
 __u64 trace_runs[2][XPS_VERDICT_MAX + 1][XPS_VERDICT_MAX + 1];
 
+/* 2 x 4 x 4 counters: a power of two, for the mask below */
 #define TRACE_RUNS	(sizeof(trace_runs) / sizeof(trace_runs[0][0][0]))
-_Static_assert((TRACE_RUNS & (TRACE_RUNS - 1)) == 0, "a power of two");
 
 static __always_inline void trace_run(__u32 udp, __u32 prog_verdict,
 				      __u32 verdict)
