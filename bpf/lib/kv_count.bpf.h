@@ -9,7 +9,9 @@
  * XPS_KV_COUNT(name, scratch type, parse function, count STATE requests)
  * defines name(skb, sc, cs, seg_off, seg_len): count the requests from
  * segment offset seg_off; sc->in and sc->req are overwritten.  A request
- * that runs past the segment leaves the rest for cs->skip.
+ * that runs past the segment leaves the rest for cs->skip; one whose head
+ * the segment cut is carried to the next segment (lib/kvcache.bpf.h,
+ * which must come first), which counts it.
  */
 #ifndef __XPS_KV_COUNT_BPF_H
 #define __XPS_KV_COUNT_BPF_H
@@ -68,7 +70,17 @@ static long name##_one(__u32 i, void *ctx)				\
 				goto lost;				\
 			return 0;					\
 		}							\
-		goto lost;	/* its head runs past the segment */	\
+		/* its head runs past the segment: kept for the next	\
+		 * one, as the walk keeps one (xps_kv_carry_save())	\
+		 */							\
+		if (w->cs && w->base + w->len >= w->seg_len &&		\
+		    !(req->flags & XPS_F_TOO_BIG) &&			\
+		    !xps_kv_carry_save(w->sc, w->off, w->seg_len - at)) { \
+			w->cs->flags |= XPS_KV_CONN_CARRY;		\
+			w->done = 1;					\
+			return 1;					\
+		}							\
+		goto lost;						\
 	}								\
 	if (kind == XPS_REQ_MALFORMED ||				\
 	    (kind == XPS_REQ_STATE && !(count_state)))			\

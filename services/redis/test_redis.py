@@ -905,6 +905,39 @@ def slot_active(name, on):
 
 
 @test
+def test_head_cut_past_the_walk_is_carried():
+    """A segment of more requests than the handler walks, whose end cuts a
+    request's head: the requests past the walk are counted, the cut head
+    is carried to the next segment as the walk carries one (before, the
+    connection lost its boundaries for good: never served again, and each
+    of its segments dropped the cache), and the write it starts
+    invalidates its key once whole."""
+    r = Redis()
+    try:
+        c = start_serving(r)
+        eq(c.call("SET", "ch:k", "old"), b"+OK\r\n", "SET")
+        warm(c, "ch:k", b"old")
+        pings = resp(b"PING") * 40      # XPS_MAX_REQS_PER_SEG is 32
+        write = resp(b"SET", b"ch:k", b"new")
+        cut = write.index(b"ch:k") + 2  # inside the key: the head is cut
+        c.c.sendall(pings + write[:cut])
+        time.sleep(0.05)
+        c.c.sendall(write[cut:])
+        for i in range(40):
+            rep, c.buf = read_reply(c.c, c.buf)
+            eq(rep, b"+PONG\r\n", "PING %d" % i)
+        rep, c.buf = read_reply(c.c, c.buf)
+        eq(rep, b"+OK\r\n", "the SET whose head was cut")
+        eq(c.call("GET", "ch:k"), b"$3\r\nnew\r\n", "GET after it")
+        # the connection kept its boundaries: the kernel answers it again
+        warm(c, "ch:k", b"new")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
 def test_write_the_handler_never_saw():
     """A segment the framework passes without running the handler (here:
     its slot made inactive for a moment) may hold any write: the kernel
