@@ -17,6 +17,8 @@ const struct ctx_map_name ctx_maps[N_CTX_MAPS] = {
 	[XPS_CTX_MAP_MISSES] = { "xps_misses", "misses" },	/* bpf/lib/kvcache.bpf.h */
 	[XPS_CTX_MAP_STATE] = { "xps_state", "state" },	/* XPS_STATE_MAP */
 	[XPS_CTX_MAP_VERSIONS] = { "xps_versions", "versions" }, /* bpf/lib/kvcache.bpf.h */
+	/* kept across a handler update: a head carried over it stays */
+	[XPS_CTX_MAP_CARRIES] = { "xps_kv_carries", "carries" }, /* bpf/lib/kvcache.bpf.h */
 };
 
 /* fds of a context's pinned maps, for reuse by a new handler object */

@@ -110,7 +110,7 @@ struct ctx_map_name {
 	const char *map;	/* its name in the handler object */
 	const char *pin;	/* its pin in the context's directory */
 };
-#define N_CTX_MAPS	(XPS_CTX_MAP_VERSIONS + 1)
+#define N_CTX_MAPS	(XPS_CTX_MAP_CARRIES + 1)
 #define CM_DATA		XPS_CTX_MAP_DATA
 #define CM_KEYSTATS	XPS_CTX_MAP_KEYSTATS
 LIBXPS_HIDDEN extern const struct ctx_map_name ctx_maps[N_CTX_MAPS];

@@ -165,6 +165,8 @@ enum xps_ctx_map {
 	XPS_CTX_MAP_MISSES,	/* kv-cache: keys looked up, not found (UDP) */
 	XPS_CTX_MAP_STATE,	/* XPS_STATE_MAP(): the handler's state */
 	XPS_CTX_MAP_VERSIONS,	/* kv-cache: per-key write versions */
+	XPS_CTX_MAP_CARRIES,	/* kv-cache: request heads cut by a
+				 * segment's end, by connection */
 };
 /*
  * A new file descriptor of map @map of @ctx, which the caller closes;

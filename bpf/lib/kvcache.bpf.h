@@ -227,9 +227,11 @@ static __always_inline void xps_kv_write_all(struct xps_kv_walk *w)
  * losing the connection's boundaries: its bytes are kept here, by socket
  * cookie, and the next segment is parsed after them (xps_kv_load()).  The
  * service executes the request only once it is whole, so it is counted,
- * and what it writes invalidated, when it is parsed whole.  A kept head
- * that is gone (the LRU map evicted it, the handler was swapped) makes
- * the connection adrift.
+ * and what it writes invalidated, when it is parsed whole.  The map is a
+ * context map (XPS_CTX_MAP_CARRIES): a handler update keeps it, and a
+ * head kept before the update is parsed by the new handler.  A kept head
+ * that is gone (the LRU map evicted it; a handler whose map differs took
+ * over) makes the connection adrift.
  */
 #define XPS_KV_CARRY_MAX	256	/* <= the tail of sc->in past XPS_SCRATCH */
 #define XPS_KV_CONN_CARRY	(1U << 14)	/* a head is kept (hstate flag) */

@@ -938,6 +938,36 @@ def test_head_cut_past_the_walk_is_carried():
 
 
 @test
+def test_handler_update_keeps_a_carried_head():
+    """A request head carried to the connection's next segment survives a
+    handler update (the same object again): the new handler parses it
+    whole with the rest, and the connection keeps its boundaries (before,
+    the head went with the old handler's map and the connection was adrift
+    for good: never served again, each segment a write of every key)."""
+    r = Redis()
+    try:
+        c = start_serving(r)
+        eq(c.call("SET", "hu:k", "old"), b"+OK\r\n", "SET")
+        warm(c, "hu:k", b"old")
+        write = resp(b"SET", b"hu:k", b"new")
+        cut = write.index(b"hu:k") + 2  # inside the key: the head is cut
+        c.c.sendall(write[:cut])
+        time.sleep(0.05)
+        xpsctl("handler", "update", "redis",
+               os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                            ".output", "bpf", "redis.bpf.o"))
+        c.c.sendall(write[cut:])
+        rep, c.buf = read_reply(c.c, c.buf)
+        eq(rep, b"+OK\r\n", "the SET whose head was cut")
+        eq(c.call("GET", "hu:k"), b"$3\r\nnew\r\n", "GET after it")
+        warm(c, "hu:k", b"new")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
 def test_write_the_handler_never_saw():
     """A segment the framework passes without running the handler (here:
     its slot made inactive for a moment) may hold any write: the kernel
