@@ -386,7 +386,12 @@ __u32 xps_kvcache__stops(struct xps_kvcache *kc)
 	return kc ? __atomic_load_n(state_flags(kc), __ATOMIC_SEQ_CST) : 0;
 }
 
-int xps_kvcache__lift(struct xps_kvcache *kc, __u32 clear, __u32 seen)
+/*
+ * Set @set and clear @clear in the flags, unless the handler's stop
+ * generation moved since @seen was read.
+ */
+static int flags_unless_stopped(struct xps_kvcache *kc, __u32 set,
+				__u32 clear, __u32 seen)
 {
 	__u32 cur;
 
@@ -397,27 +402,20 @@ int xps_kvcache__lift(struct xps_kvcache *kc, __u32 clear, __u32 seen)
 		if ((cur ^ seen) >> XPS_KV_STOP_GEN_SHIFT)
 			return -EAGAIN;	/* routine: not logged */
 	} while (!__atomic_compare_exchange_n(state_flags(kc), &cur,
-					      cur & ~clear, false,
+					      (cur | set) & ~clear, false,
 					      __ATOMIC_SEQ_CST,
 					      __ATOMIC_SEQ_CST));
 	return 0;
 }
 
+int xps_kvcache__lift(struct xps_kvcache *kc, __u32 clear, __u32 seen)
+{
+	return flags_unless_stopped(kc, 0, clear, seen);
+}
+
 int xps_kvcache__grant(struct xps_kvcache *kc, __u32 set, __u32 seen)
 {
-	__u32 cur;
-
-	if (!kc)
-		return libxps_err(-EINVAL);
-	cur = __atomic_load_n(state_flags(kc), __ATOMIC_SEQ_CST);
-	do {
-		if ((cur ^ seen) >> XPS_KV_STOP_GEN_SHIFT)
-			return -EAGAIN;	/* routine: not logged */
-	} while (!__atomic_compare_exchange_n(state_flags(kc), &cur,
-					      cur | set, false,
-					      __ATOMIC_SEQ_CST,
-					      __ATOMIC_SEQ_CST));
-	return 0;
+	return flags_unless_stopped(kc, set, 0, seen);
 }
 
 long long xps_kvcache__writes_all_pending(struct xps_kvcache *kc)

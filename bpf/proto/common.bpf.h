@@ -405,6 +405,29 @@ XPS_GLOBAL int xps__pack_words(const struct xps_buf *buf, __u32 off,
 	return (int)len;
 }
 
+/*
+ * Whether the @wd->len bytes packed in @wd hold a NUL: a name C string
+ * functions would end early (len 0, a name too long to pack: yes).
+ */
+XPS_INLINE int xps_words_nul(const struct xps_words *wd)
+{
+	const __u64 lo = 0x0101010101010101ULL, hi = 0x8080808080808080ULL;
+	__u64 v, pad;
+	__u32 i, n;
+
+	if (!wd->len)
+		return 1;
+	for (i = 0; i < 3; i++) {
+		n = wd->len > 8 * i ? wd->len - 8 * i : 0;	/* its bytes */
+		/* the bytes past the name are 0: make them 0xff */
+		pad = n >= 8 ? 0 : ~0ULL << (8 * n);
+		v = wd->w[i] | pad;
+		if ((v - lo) & ~v & hi)		/* a zero byte */
+			return 1;
+	}
+	return 0;
+}
+
 XPS_INLINE void xps_pack_words(const __u8 *buf, __u32 off, __u32 len,
 			       int fold, struct xps_words *out)
 {

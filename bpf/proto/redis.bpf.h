@@ -648,8 +648,14 @@ XPS_GLOBAL int xps_redis__classify(const struct xps_buf *buf,
 	default:
 		kind = XPS_REQ_INVALIDATE;
 		flags |= XPS_F_ALL;
-		/* quoted, the name Redis looks up is not these bytes */
-		if (!quoted)
+		/*
+		 * Quoted, the name Redis looks up is not these bytes.  With a
+		 * NUL (or too long to tell), it may still be a command:
+		 * Redis's command table compares names with strcasecmp(),
+		 * which stops at the NUL, so "SET\0x" runs SET whenever its
+		 * hash falls in SET's bucket.
+		 */
+		if (!quoted && !xps_words_nul(&wd))
 			flags |= XPS_F_UNKNOWN;
 		break;
 	}

@@ -789,8 +789,9 @@ def test_unknown_commands_cost_no_cache():
     the filler has found every command this Redis lists (COMMAND LIST) in
     the handler's table, the kernel keeps serving what it holds across
     one, inline or not (before, every such command dropped every cached
-    value).  A command quoted inline is still a write of every key: Redis
-    unquotes the name."""
+    value).  A command quoted inline is still a write of every key (Redis
+    unquotes the name), and so is a name with a NUL (Redis's command table
+    compares names with strcasecmp())."""
     r = Redis()
     try:
         c = start_serving(r)
@@ -812,6 +813,14 @@ def test_unknown_commands_cost_no_cache():
         for raw in (resp(b"NOSUCHCMD", b"uc:k", b"new"), resp(b"$3"),
                     b"FOOBAR uc:k new\r\n"):
             eq(survives(raw), True, "the kernel answered uc:k after %r" % raw)
+        # a NUL in the name: Redis's table compares names with strcasecmp(),
+        # so "SET\0x" may run SET: still a write of every key
+        c.c.sendall(resp(b"SET\x00x", b"uc:k", b"old"))
+        rep, c.buf = read_reply(c.c, c.buf)
+        eq(rep[:3] in (b"+OK", b"-ER"), True, "Redis's answer to SET\\0x: %r" % rep)
+        eq(kernel_get(c, "uc:k", b"$3\r\nold\r\n"), False,
+           "the kernel answered uc:k from its cache after SET\\0x")
+        warm(c, "uc:k", b"old")
         # the filler's own requests (its checks, the COMMAND INFOs of the
         # grant) cost no cache either: it keeps its connection's bounds
         time.sleep(2.5)
@@ -904,6 +913,37 @@ def slot_active(name, on):
                           ["value"] + ["%d" % b for b in val])
 
 
+def set_cut_in_its_head(key, before=b"", between=None):
+    """SET @key old and warm it; then SET @key new in two segments, the
+    first after @before (PINGs) and cut inside the key, with between()
+    run before the second.  The SET is answered after the PONGs, a GET
+    says new, and the kernel answers the connection again: it kept its
+    boundaries."""
+    r = Redis()
+    try:
+        c = start_serving(r)
+        eq(c.call("SET", key, "old"), b"+OK\r\n", "SET")
+        warm(c, key, b"old")
+        write = resp(b"SET", key.encode(), b"new")
+        cut = write.index(key.encode()) + 2
+        c.c.sendall(before + write[:cut])
+        time.sleep(0.05)
+        if between:
+            between()
+        c.c.sendall(write[cut:])
+        for i in range(before.count(b"PING")):
+            rep, c.buf = read_reply(c.c, c.buf)
+            eq(rep, b"+PONG\r\n", "PING %d" % i)
+        rep, c.buf = read_reply(c.c, c.buf)
+        eq(rep, b"+OK\r\n", "the SET whose head was cut")
+        eq(c.call("GET", key), b"$3\r\nnew\r\n", "GET after it")
+        warm(c, key, b"new")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
 @test
 def test_head_cut_past_the_walk_is_carried():
     """A segment of more requests than the handler walks, whose end cuts a
@@ -912,29 +952,7 @@ def test_head_cut_past_the_walk_is_carried():
     connection lost its boundaries for good: never served again, and each
     of its segments dropped the cache), and the write it starts
     invalidates its key once whole."""
-    r = Redis()
-    try:
-        c = start_serving(r)
-        eq(c.call("SET", "ch:k", "old"), b"+OK\r\n", "SET")
-        warm(c, "ch:k", b"old")
-        pings = resp(b"PING") * 40      # XPS_MAX_REQS_PER_SEG is 32
-        write = resp(b"SET", b"ch:k", b"new")
-        cut = write.index(b"ch:k") + 2  # inside the key: the head is cut
-        c.c.sendall(pings + write[:cut])
-        time.sleep(0.05)
-        c.c.sendall(write[cut:])
-        for i in range(40):
-            rep, c.buf = read_reply(c.c, c.buf)
-            eq(rep, b"+PONG\r\n", "PING %d" % i)
-        rep, c.buf = read_reply(c.c, c.buf)
-        eq(rep, b"+OK\r\n", "the SET whose head was cut")
-        eq(c.call("GET", "ch:k"), b"$3\r\nnew\r\n", "GET after it")
-        # the connection kept its boundaries: the kernel answers it again
-        warm(c, "ch:k", b"new")
-        c.close()
-    finally:
-        xpsctl("service", "stop", "redis", check=False)
-        r.close()
+    set_cut_in_its_head("ch:k", before=resp(b"PING") * 40)  # walks 32
 
 
 @test
@@ -944,27 +962,9 @@ def test_handler_update_keeps_a_carried_head():
     whole with the rest, and the connection keeps its boundaries (before,
     the head went with the old handler's map and the connection was adrift
     for good: never served again, each segment a write of every key)."""
-    r = Redis()
-    try:
-        c = start_serving(r)
-        eq(c.call("SET", "hu:k", "old"), b"+OK\r\n", "SET")
-        warm(c, "hu:k", b"old")
-        write = resp(b"SET", b"hu:k", b"new")
-        cut = write.index(b"hu:k") + 2  # inside the key: the head is cut
-        c.c.sendall(write[:cut])
-        time.sleep(0.05)
-        xpsctl("handler", "update", "redis",
-               os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                            ".output", "bpf", "redis.bpf.o"))
-        c.c.sendall(write[cut:])
-        rep, c.buf = read_reply(c.c, c.buf)
-        eq(rep, b"+OK\r\n", "the SET whose head was cut")
-        eq(c.call("GET", "hu:k"), b"$3\r\nnew\r\n", "GET after it")
-        warm(c, "hu:k", b"new")
-        c.close()
-    finally:
-        xpsctl("service", "stop", "redis", check=False)
-        r.close()
+    obj = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                       ".output", "bpf", "redis.bpf.o")
+    set_cut_in_its_head("hu:k", between=lambda: xpsctl("handler", "update", "redis", obj))
 
 
 @test

@@ -39,9 +39,23 @@ static const struct fx redis_fx[] = {
 	{ .desc = "GET inline quoted", REQ("GET \"a b\"\r\n"),
 	  .kind = XPS_REQ_HARMLESS, .flags = XPS_F_QUOTED, .req_len = 11, .hint = -1, .nkeys = 0 },
 	{ .desc = "GETX unknown", REQ("*2\r\n$4\r\nGETX\r\n$1\r\nk\r\n"),
-	  .kind = XPS_REQ_INVALIDATE, .flags = XPS_F_ALL, .req_len = 21, .hint = -1, .nkeys = 0 },
+	  .kind = XPS_REQ_INVALIDATE, .flags = XPS_F_ALL | XPS_F_UNKNOWN, .req_len = 21,
+	  .hint = -1, .nkeys = 0 },
+	/* Redis's table compares with strcasecmp(): "GET\0" may be GET */
 	{ .desc = "GET with NUL in name is unknown", REQ("*2\r\n$4\r\nGET\0\r\n$1\r\nk\r\n"),
-	  .kind = XPS_REQ_INVALIDATE, .flags = XPS_F_ALL, .req_len = 21, .hint = -1, .nkeys = 0 },
+	  .kind = XPS_REQ_INVALIDATE, .flags = XPS_F_ALL, .noflags = XPS_F_UNKNOWN,
+	  .req_len = 21, .hint = -1, .nkeys = 0 },
+	{ .desc = "unknown inline", REQ("FOOBAR x\r\n"),
+	  .kind = XPS_REQ_INVALIDATE, .flags = XPS_F_ALL | XPS_F_UNKNOWN | XPS_F_INLINE,
+	  .req_len = 10, .hint = -1, .nkeys = 0 },
+	/* quotes: the bytes are not what Redis reads */
+	{ .desc = "unknown inline with quotes", REQ("FOOBAR \"x y\"\r\n"),
+	  .kind = XPS_REQ_INVALIDATE, .flags = XPS_F_ALL, .noflags = XPS_F_UNKNOWN,
+	  .req_len = 14, .hint = -1, .nkeys = 0 },
+	/* too long to pack (24 bytes): a NUL could hide in it */
+	{ .desc = "unknown, name of 25 bytes", REQ("*1\r\n$25\r\nABCDEFGHIJKLMNOPQRSTUVWXY\r\n"),
+	  .kind = XPS_REQ_INVALIDATE, .flags = XPS_F_ALL, .noflags = XPS_F_UNKNOWN,
+	  .req_len = 36, .hint = -1, .nkeys = 0 },
 	/* writes */
 	{ .desc = "SET", REQ("*3\r\n$3\r\nSET\r\n$3\r\nfoo\r\n$3\r\nbar\r\n"),
 	  .kind = XPS_REQ_INVALIDATE, .noflags = XPS_F_ALL, .req_len = 31, .hint = -1, .nkeys = 1,
