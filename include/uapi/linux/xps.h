@@ -46,8 +46,8 @@
  * Not in the kernel's copy of this header: the verdicts, for builds
  * against a linux/bpf.h without them (every kernel but the patched one;
  * the patched kernel defines them beside enum sk_action, and
- * XPS_VERDICT_MAX with them), and the socket option TCP_XPS (linux/tcp.h
- * of the patched kernel).
+ * XPS_VERDICT_MAX with them), and the socket options TCP_XPS and UDP_XPS
+ * (linux/tcp.h and linux/udp.h of the patched kernel).
  *
  * XPS programs are SK_SKB programs, but their verdicts are not SK_DROP
  * and SK_PASS: XPS_PASS is 0, which is SK_DROP's number, and SK_PASS (1)
@@ -76,6 +76,9 @@ enum xps_verdict {
 #ifndef TCP_XPS
 #define TCP_XPS 50	/* setsockopt(SOL_TCP): run the hook on this socket */
 #endif
+#ifndef UDP_XPS
+#define UDP_XPS 110	/* setsockopt(SOL_UDP): run the hook on this socket */
+#endif
 
 /*
  * TCP: bits of struct tcp_sock's xps_state, which the program reads through
@@ -93,6 +96,14 @@ enum xps_verdict {
 #define XPS_SK_SEE_ONLY	1
 #define XPS_SK_LOST	2
 #define XPS_SK_ENROLLED	4
+
+/*
+ * UDP: the hook runs only on sockets that opted in, with
+ * setsockopt(SOL_UDP, UDP_XPS) (linux/udp.h) or, for sockets that are not
+ * the caller's, with the kfunc bpf_xps_udp_enroll() from a BPF iterator
+ * over UDP sockets (iter/udp).  A socket that did not opt in costs the
+ * hook one test per datagram.
+ */
 
 /* Largest payload an XPS_TX reply may carry on TCP and on UDP. */
 #define XPS_TCP_TX_MAX 65536

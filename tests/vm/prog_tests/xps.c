@@ -38,11 +38,17 @@
 #include "xps_test.h"
 #include "xps_test.skel.h"
 
-/* The socket option of the series (linux/tcp.h), unknown to the system's
- * headers.
+/* The socket options of the series (linux/tcp.h, linux/udp.h), unknown
+ * to the system's headers.
  */
 #ifndef TCP_XPS
 #define TCP_XPS 50
+#endif
+#ifndef UDP_XPS
+#define UDP_XPS 110
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP 17
 #endif
 
 /* Bound of every wait for something to happen: the kernel usually takes
@@ -235,7 +241,10 @@ static void timeouts(int fd, int sec)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-/* A TCP listener opts in to the hook (TCP_XPS): its children inherit it. */
+/*
+ * A TCP listener opts in to the hook (TCP_XPS): its children inherit it.
+ * A UDP socket opts in with UDP_XPS.
+ */
 static int listen_on(int family, int type, const char *ip, int port)
 {
 	struct sockaddr_storage ss;
@@ -248,6 +257,8 @@ static int listen_on(int family, int type, const char *ip, int port)
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if ((type == SOCK_STREAM &&
 	     setsockopt(fd, IPPROTO_TCP, TCP_XPS, &one, sizeof(one))) ||
+	    (type == SOCK_DGRAM &&
+	     setsockopt(fd, SOL_UDP, UDP_XPS, &one, sizeof(one))) ||
 	    bind(fd, (void *)&ss, len) ||
 	    (type == SOCK_STREAM && listen(fd, 8))) {
 		close(fd);
@@ -1951,6 +1962,95 @@ out:
 	xps_test__destroy(skel);
 }
 
+static int udp_xps_get(int fd)
+{
+	socklen_t len = sizeof(int);
+	int v = -1;
+
+	if (getsockopt(fd, SOL_UDP, UDP_XPS, &v, &len))
+		return -errno;
+	return v;
+}
+
+/* Run the enroll_udp iterator over this namespace's UDP sockets. */
+static bool udp_enroll(struct xps_test *skel, int port)
+{
+	struct bpf_link *link;
+	char buf[64];
+	int fd;
+
+	skel->bss->enroll_port = port;
+	skel->bss->enrolled = 0;
+	link = bpf_program__attach_iter(skel->progs.enroll_udp, NULL);
+	if (!ASSERT_OK_PTR(link, "attach iter/udp"))
+		return false;
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (ASSERT_OK_FD(fd, "iter create")) {
+		while (read(fd, buf, sizeof(buf)) > 0)
+			;
+		close(fd);
+	}
+	bpf_link__destroy(link);
+	return fd >= 0;
+}
+
+/*
+ * The hook runs only on UDP sockets that opted in: with UDP_XPS, or
+ * enrolled by an iterator through bpf_xps_udp_enroll().  Not on the
+ * client's socket (the answers it receives), not on UDP-Lite.
+ */
+static void test_udp_opt_in(void)
+{
+	int srv = -1, cli = -1, lite = -1, link = -1, zero = 0, one = 1;
+	struct sockaddr_storage ss;
+	struct xps_test *skel;
+	socklen_t len;
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_udp, attach_udp);
+	if (link < 0 ||
+	    !udp_pair(AF_INET, "127.0.0.1", 9070, &srv, &cli, &ss, &len))
+		goto out;
+	ASSERT_EQ(udp_xps_get(srv), 1, "server opted in");
+	ASSERT_EQ(udp_xps_get(cli), 0, "client did not opt in");
+	if (!udp_answered(cli, &ss, len, "PING", "PONG", 4))
+		goto out;
+	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), 1,
+		  "runs: the request, not the answer the client received");
+
+	if (!ASSERT_OK(setsockopt(srv, SOL_UDP, UDP_XPS, &zero, sizeof(zero)),
+		       "server opts out") ||
+	    !ASSERT_EQ(udp_xps_get(srv), 0, "opted out") ||
+	    !udp_to_owner(cli, srv, &ss, len, "PING"))
+		goto out;
+	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), 1,
+		  "program runs on a socket that opted out");
+
+	/* A socket the iterator enrolls, as libxps does for a service. */
+	if (!udp_enroll(skel, 9070))
+		goto out;
+	ASSERT_EQ(skel->bss->enrolled, 1, "sockets the iterator enrolled");
+	ASSERT_EQ(udp_xps_get(srv), 1, "enrolled by the iterator");
+	ASSERT_EQ(udp_xps_get(cli), 0, "client left alone");
+	if (!udp_answered(cli, &ss, len, "PING", "PONG", 4))
+		goto out;
+
+	lite = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDPLITE);
+	if (ASSERT_OK_FD(lite, "UDP-Lite socket")) {
+		ASSERT_ERR(setsockopt(lite, SOL_UDP, UDP_XPS, &one,
+				      sizeof(one)), "UDP-Lite opts in");
+		ASSERT_EQ(errno, ENOPROTOOPT, "UDP-Lite's errno");
+	}
+out:
+	close_fd(lite);
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
 static void test_udp_tx_v4(void)
 {
 	udp_tx(AF_INET);
@@ -2802,6 +2902,7 @@ static const struct {
 	{ "tcp_overlap", test_tcp_overlap },
 	{ "tcp_fastopen", test_tcp_fastopen },
 	{ "tcp_opt_in", test_tcp_opt_in },
+	{ "udp_opt_in", test_udp_opt_in },
 	{ "udp_tx_v4", test_udp_tx_v4 },
 	{ "udp_tx_v6", test_udp_tx_v6 },
 	{ "udp_send_fails_v4", test_udp_send_fails_v4 },

@@ -411,6 +411,41 @@ int BPF_PROG(trace_udp_run, const struct sock *sk, const struct sk_buff *skb,
 	return 0;
 }
 
+extern int bpf_xps_udp_enroll(struct sock *sk, int on) __ksym;
+
+struct bpf_iter_meta;
+
+struct sock_common___t {
+	__u16 skc_num;
+} __attribute__((preserve_access_index));
+
+struct sock___t {
+	struct sock_common___t __sk_common;
+} __attribute__((preserve_access_index));
+
+struct bpf_iter__udp {
+	struct bpf_iter_meta *meta;
+	struct sock___t *udp_sk;
+} __attribute__((preserve_access_index));
+
+/* enroll_udp enrolls the UDP sockets bound to local port enroll_port
+ * (host order), and counts them in enrolled.
+ */
+__u32 enroll_port;
+__u32 enrolled;
+
+SEC("iter/udp")
+int enroll_udp(struct bpf_iter__udp *ctx)
+{
+	struct sock___t *sk = ctx->udp_sk;
+
+	if (!sk || sk->__sk_common.skc_num != enroll_port)
+		return 0;
+	if (!bpf_xps_udp_enroll((struct sock *)sk, 1))
+		enrolled++;
+	return 0;
+}
+
 /* Loaded with a sockmap attach type: must not attach as XPS. */
 SEC("sk_skb")
 int not_xps(struct __sk_buff *skb)
