@@ -267,6 +267,31 @@ static int do_status(int argc, char **argv)
 	return 0;
 }
 
+/* ---- enroll ----------------------------------------------------------- */
+
+/*
+ * The patched kernel's UDP hook runs only on sockets that opted in: enroll
+ * those a UDP context serves, for a service started (or restarted) after
+ * its context and not watched by a daemon.
+ */
+static int do_enroll(int argc, char **argv)
+{
+	int n;
+
+	(void)argv;
+	if (argc) {
+		p_err("enroll takes no arguments");
+		return 1;
+	}
+	n = xps_framework__enroll_udp();
+	if (n < 0)
+		return lib_err("enroll", n);
+	out_begin_object(NULL);
+	out_u64("udp_sockets_enrolled", n);
+	out_end_object();
+	return 0;
+}
+
 /* ---- reset ------------------------------------------------------------ */
 
 /*
@@ -310,6 +335,7 @@ static const struct cmd objects[] = {
 	{ "data", do_data, 0 },
 	{ "service", do_service, 0 },
 	{ "reset", do_reset, 0 },
+	{ "enroll", do_enroll, 0 },
 	{ "help", do_help, 0 },
 	{ NULL, NULL, 0 },
 };
@@ -339,6 +365,7 @@ static void usage(FILE *f)
 "  xpsctl service stop NAME\n"
 "  xpsctl service list\n"
 "  xpsctl service help [KIND]      (or: xpsctl service KIND --help)\n"
+"  xpsctl enroll                   (native UDP: the services' sockets opt in)\n"
 "  xpsctl reset\n"
 "\n"
 "OPTIONS: -j, --json  JSON output     -p, --pretty  indented JSON\n"

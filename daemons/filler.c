@@ -66,6 +66,10 @@ static int filler_connect_once(void *arg)
 	gone = xps_kvcache__server_gone(c->f->kc);
 	if (c->connect(c->arg))
 		return -1;
+	/* a server that restarted has new sockets: the native UDP hook runs
+	 * only on sockets enrolled (xps_framework__enroll_udp())
+	 */
+	xps_framework__enroll_udp();
 	xps_kvcache__invalidate(c->f->kc);
 	if (gone)
 		xps_kvcache__server_back(c->f->kc);

@@ -372,6 +372,12 @@ static struct xps_context *ctx_create(const struct ctx_spec *s)
 		free(ctx);
 		return libxps_err_ptr(err);
 	}
+	/* the patched kernel's UDP hook runs on sockets that opted in */
+	if (b.info.pred.proto == IPPROTO_UDP &&
+	    b.info.backend == XPS_BACKEND_NATIVE &&
+	    xps_framework__enroll_udp() == 0)
+		pr_info("context '%s': no UDP socket it serves yet; enroll the service's when it has one (xpsctl enroll)\n",
+			b.info.name);
 	return ctx;
 }
 

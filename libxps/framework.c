@@ -47,6 +47,7 @@
 #define PROG_SOCKOPS	XPS_FW_PIN("prog_sockops")
 #define PROG_TC_IN	XPS_FW_PIN("prog_tc_ingress")
 #define PROG_TC_OUT	XPS_FW_PIN("prog_tc_egress")
+#define PROG_UDP_ENROLL	XPS_FW_PIN("prog_udp_enroll")
 
 /* TC filter identity of the stock backend's programs ("XP") */
 #define XPS_TC_HANDLE	0x5850
@@ -535,6 +536,9 @@ static const struct fw_prog fw_progs[] = {
 	{ .name = "xps_native_udp", .backends = BE(XPS_BACKEND_NATIVE),
 	  .attach_btf = "BPF_XPS_UDP", .attach = attach_netns,
 	  .link_pin = LINK_NATIVE_UDP },
+	/* the UDP sockets the native hook runs on (xps_framework__enroll_udp) */
+	{ .name = "xps_udp_enroll", .backends = BE(XPS_BACKEND_NATIVE),
+	  .pin = PROG_UDP_ENROLL },
 };
 #define N_FW_PROGS (sizeof(fw_progs) / sizeof(fw_progs[0]))
 
@@ -1061,3 +1065,42 @@ int xps_framework__status(struct xps_status *st)
 
 LIBXPS_ALIAS(xps_get_status, xps_framework__status);
 LIBXPS_ALIAS(xps_backend_name, xps_backend__name);
+
+int xps_framework__enroll_udp(void)
+{
+	int prog_fd, link_fd = -1, iter_fd = -1, n = 0, err = 0;
+	char buf[256];
+	ssize_t r, i;
+
+	prog_fd = bpf_obj_get(PROG_UDP_ENROLL);
+	if (prog_fd < 0)	/* no native UDP hook: nothing to opt in */
+		return errno == ENOENT ? 0 : -errno;
+	link_fd = bpf_link_create(prog_fd, 0, BPF_TRACE_ITER, NULL);
+	if (link_fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	iter_fd = bpf_iter_create(link_fd);
+	if (iter_fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	/* one line per socket enrolled */
+	while ((r = read(iter_fd, buf, sizeof(buf))) > 0)
+		for (i = 0; i < r; i++)
+			n += buf[i] == '\n';
+	if (r < 0)
+		err = -errno;
+out:
+	if (err)
+		pr_warn("cannot enroll UDP sockets in the native hook: %s\n",
+			strerror(-err));
+	else
+		pr_debug("%d UDP socket(s) enrolled in the native hook\n", n);
+	if (iter_fd >= 0)
+		close(iter_fd);
+	if (link_fd >= 0)
+		close(link_fd);
+	close(prog_fd);
+	return err ? err : n;
+}

@@ -230,6 +230,18 @@ static int ring_attach(struct xps_kvcache *kc, __u32 slot)
 	return 0;
 }
 
+/*
+ * A slot's word in the mapped xps_servers.  The kernel lays an array map's
+ * elements out 8 bytes apart (round_up(value_size, 8)): slot N's __u32 is
+ * word 2N, and word 2N + 1 is padding.
+ */
+#define SERVER_STRIDE	2
+
+static __u32 *server_word(struct xps_kvcache *kc, __u32 slot)
+{
+	return &kc->servers[slot * SERVER_STRIDE];
+}
+
 /* xps_context__for_each(): another context on our port. */
 static int add_port_slot(const struct xps_ctx_info *info, __u32 slot,
 			 void *data)
@@ -287,7 +299,7 @@ struct xps_kvcache *xps_kvcache__open(const struct xps_context *ctx,
 		err = kc->servers_fd;
 		goto fail;
 	}
-	kc->servers_len = XPS_MAX_SLOTS * sizeof(__u32);
+	kc->servers_len = XPS_MAX_SLOTS * SERVER_STRIDE * sizeof(__u32);
 	kc->servers = mmap(NULL, kc->servers_len, PROT_READ | PROT_WRITE,
 			   MAP_SHARED, kc->servers_fd, 0);
 	if (kc->servers == MAP_FAILED) {
@@ -447,7 +459,7 @@ bool xps_kvcache__server_gone(struct xps_kvcache *kc)
 		slot = kc->port_slots[i];
 		if (slot >= XPS_MAX_SLOTS)
 			continue;
-		kc->gone_seen[i] = __atomic_load_n(&kc->servers[slot],
+		kc->gone_seen[i] = __atomic_load_n(server_word(kc, slot),
 						   __ATOMIC_SEQ_CST);
 		gone |= kc->gone_seen[i] & XPS_SERVER_GONE;
 	}
@@ -467,7 +479,7 @@ int xps_kvcache__server_back(struct xps_kvcache *kc)
 		if (slot >= XPS_MAX_SLOTS || !(seen & XPS_SERVER_GONE))
 			continue;
 		/* a close since it was read moved the count: it stays seen */
-		if (!__atomic_compare_exchange_n(&kc->servers[slot], &seen,
+		if (!__atomic_compare_exchange_n(server_word(kc, slot), &seen,
 						 seen & ~XPS_SERVER_GONE, false,
 						 __ATOMIC_SEQ_CST,
 						 __ATOMIC_SEQ_CST))

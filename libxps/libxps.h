@@ -281,6 +281,18 @@ LIBXPS_API int xps_framework__status(struct xps_status *st);
  * to drain: bytes they have in flight inside the sockhash may be lost.
  */
 LIBXPS_API int xps_framework__purge(void);
+/*
+ * Opt the UDP sockets of this network namespace that a UDP predicate
+ * serves in to the native hook: the patched kernel runs it only on
+ * sockets that opted in (UDP_XPS), and a service's sockets are its own.
+ * Every socket bound to a port a UDP predicate could match is enrolled
+ * (addresses are not compared).  Context creation does it; call it again
+ * when the service may have opened its sockets anew (a restart): a
+ * daemon does on each reconnection.  Returns how many sockets it
+ * enrolled (one enrolled before counts again), 0 when no native UDP hook
+ * is in use, or a negative errno.
+ */
+LIBXPS_API int xps_framework__enroll_udp(void);
 LIBXPS_API const char *xps_backend__name(__u32 backend);
 /*
  * The predicate of a bound TCP or UDP socket (a listening server's): its

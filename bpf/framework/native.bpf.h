@@ -110,4 +110,70 @@ int xps_native_udp(struct __sk_buff *skb)
 	return native_run(skb, IPPROTO_UDP, &xps_progs_udp);
 }
 
+/* ---- UDP: the sockets the native hook runs on --------------------------- */
+
+/*
+ * The patched kernel's opt-in for UDP sockets (patch 0011).  Weak: libbpf
+ * resolves the object's externs for every program, and other kernels have
+ * none (xps_udp_enroll is loaded on the native backend only).
+ */
+extern int bpf_xps_udp_enroll(struct sock___xps *sk, int on) __ksym __weak;
+
+struct seq_file;
+
+struct bpf_iter_meta___xps {
+	struct seq_file *seq;
+} __attribute__((preserve_access_index));
+
+struct bpf_iter__udp___xps {
+	struct bpf_iter_meta___xps *meta;
+	struct sock___xps *udp_sk;
+} __attribute__((preserve_access_index));
+
+/* Whether a UDP predicate could match a datagram to local port *@port:
+ * *@port becomes 0 at the first that could.
+ */
+static long udp_pred_serves(struct bpf_map *map,
+			    const struct xps_pred_key *key,
+			    const struct xps_pred_value *val, __u16 *port)
+{
+	if (key->proto != IPPROTO_UDP ||
+	    ((key->mask & XPS_PRED_LPORT) && key->lport != *port))
+		return 0;
+	*port = 0;
+	return 1;	/* stop */
+}
+
+/*
+ * The patched kernel runs the UDP hook only on sockets that opted in
+ * (UDP_XPS), and a service's sockets are not libxps's to setsockopt() on:
+ * libxps runs this iterator over the namespace's UDP sockets when it
+ * creates a UDP context and whenever a daemon reconnects to its service
+ * (which may have opened its sockets anew).  It enrolls every socket whose
+ * local port a UDP predicate could match; addresses and families are not
+ * compared (a socket on the wildcard address receives a predicate's
+ * address), and a socket enrolled one context too many only pays a run
+ * that passes.  One line per socket enrolled, for the caller to count.
+ * Enrolling is never undone here: a socket a service opted in itself
+ * stays so.
+ */
+SEC("iter/udp")
+int xps_udp_enroll(struct bpf_iter__udp___xps *ctx)
+{
+	struct sock___xps *sk = ctx->udp_sk;
+	__u16 port;
+
+	if (!sk)
+		return 0;
+	port = sk->__sk_common.skc_num;
+	if (!port)
+		return 0;
+	bpf_for_each_map_elem(&xps_preds, udp_pred_serves, &port, 0);
+	if (port || bpf_xps_udp_enroll(sk, 1))
+		return 0;
+	port = sk->__sk_common.skc_num;
+	BPF_SEQ_PRINTF(ctx->meta->seq, "%u\n", port);
+	return 0;
+}
+
 #endif /* __XPS_FW_NATIVE_BPF_H */

@@ -5,7 +5,8 @@
  *
  *  native	xps_native_tcp / xps_native_udp, run by the patched kernel's
  *		hook (SK_SKB with the BPF_XPS_* attach types set by libxps,
- *		attached by netns links)
+ *		attached by netns links); xps_udp_enroll, an iterator libxps
+ *		runs, opts the served UDP sockets in to the hook
  *  sockmap	xps_stream_verdict runs on the data of the connections
  *		xps_sockops enrolled into xps_sockhash; xps_msg_verdict puts
  *		the replies on the wire and releases answered writes;

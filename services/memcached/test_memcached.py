@@ -909,6 +909,38 @@ def test_restarted_server_never_answered_for():
 
 
 @test
+def test_restarted_server_served_over_udp_again():
+    """memcached restarted under its running daemon: once the daemon has
+    reconnected and the kernel answers TCP gets again, it answers UDP gets
+    too.  On the native backend the hook runs only on UDP sockets that
+    opted in, and the new server's socket is new: the daemon enrolls it
+    at its reconnection (xps_framework__enroll_udp()).  On both backends
+    the UDP context, in slot 1, must be told its server is back: libxps
+    read the mapped xps_servers 4 bytes apart where the kernel lays them
+    8, so every context in a slot but 0 stayed gone after a restart."""
+    m = Memcached()
+    try:
+        start(m)
+        m.proc.kill()
+        m.proc.wait(10)
+        m = Memcached()
+        c = Client()
+        eq(c.set(b"uk", b"udp-value"), b"STORED\r\n", "set")
+        warm(c, b"uk")
+        c.close()
+        before, rid, t = stats("mc-udp")["tx"], 0, time.time()
+        while stats("mc-udp")["tx"] == before and time.time() - t < 10 * SLOW:
+            rid += 1
+            eq(udp_get(m.port, b"uk", rid), struct.pack("!HHHH", rid, 0, 1, 0) +
+               b"VALUE uk 0 9\r\nudp-value\r\nEND\r\n", "UDP get")
+        if stats("mc-udp")["tx"] == before:
+            raise AssertionError("no UDP get of the new server answered by the kernel")
+    finally:
+        xpsctl("service", "stop", "mc", check=False)
+        m.close()
+
+
+@test
 def test_auth_required_serves_nothing():
     """memcached -Y (ASCII authentication): the kernel cannot tell which
     connections authenticated, so it answers nothing, and the service

@@ -12,8 +12,8 @@ import tempfile
 import threading
 import time
 
-from xpstest import (Listener, XpsError, attach, bpf_ids, eq, main, obj,
-                     recv_exact, stats, tcp_client, test, udp_client,
+from xpstest import (Listener, XpsError, attach, backend, bpf_ids, eq, main,
+                     obj, recv_exact, stats, tcp_client, test, udp_client,
                      wait_for, xpsctl)
 
 P = 17100  # base port of this file
@@ -75,6 +75,34 @@ def test_echo_udp():
         time.sleep(0.2)
         eq(srv.bytes, 0, "bytes the UDP listener received")
         eq(stats(name)["tx"], 50, "tx")
+    finally:
+        srv.close()
+
+
+@test
+def test_udp_server_bound_after_its_context():
+    """The patched kernel runs the UDP hook only on sockets that opted in:
+    a server bound after its context is its own until `xpsctl enroll`
+    enrolls it (the services' daemons do so whenever they reconnect).  The
+    stock backend's TC program needs no opt-in: enroll finds nothing to do."""
+    name = attach("echo", P + 24, proto="udp")
+    srv = Listener(P + 24, proto="udp")
+    native = backend() == "native"
+    try:
+        c = udp_client()
+        c.sendto(b"before", ("127.0.0.1", P + 24))
+        d, _ = c.recvfrom(65536)
+        eq(d, b"S:before" if native else b"before",
+           "reply before enroll (the server's on native)")
+        r = xpsctl("enroll")
+        eq(r["udp_sockets_enrolled"], 1 if native else 0, "sockets enrolled")
+        for i in range(5):
+            msg = b"after %d" % i
+            c.sendto(msg, ("127.0.0.1", P + 24))
+            d, _ = c.recvfrom(65536)
+            eq(d, msg, "kernel echo after enroll")
+        eq(srv.bytes, 6 if native else 0, "bytes the server received")
+        eq(stats(name)["tx"], 5 if native else 6, "tx")
     finally:
         srv.close()
 

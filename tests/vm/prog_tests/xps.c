@@ -2326,8 +2326,8 @@ static void test_mib_counters(void)
 		       "sendto DROP") ||
 	    !udp_to_owner(ucli, usrv, &ss, len, "pass"))
 		goto out;
-	/* and the PONG at the client: UDP has no opt-in (docs/kernel.md) */
-	ASSERT_EQ(udp_mib("XpsRun"), 4, "Udp XpsRun");
+	/* not the PONG at the client, which did not opt in */
+	ASSERT_EQ(udp_mib("XpsRun"), 3, "Udp XpsRun");
 	ASSERT_EQ(udp_mib("XpsAnswer"), 1, "Udp XpsAnswer");
 	ASSERT_EQ(udp_mib("XpsDrop"), 1, "Udp XpsDrop");
 	ASSERT_EQ(udp_mib("XpsRefused"), 0, "Udp XpsRefused");

@@ -411,8 +411,6 @@ int BPF_PROG(trace_udp_run, const struct sock *sk, const struct sk_buff *skb,
 	return 0;
 }
 
-extern int bpf_xps_udp_enroll(struct sock *sk, int on) __ksym;
-
 struct bpf_iter_meta;
 
 struct sock_common___t {
@@ -422,6 +420,8 @@ struct sock_common___t {
 struct sock___t {
 	struct sock_common___t __sk_common;
 } __attribute__((preserve_access_index));
+
+extern int bpf_xps_udp_enroll(struct sock___t *sk, int on) __ksym;
 
 struct bpf_iter__udp {
 	struct bpf_iter_meta *meta;
@@ -441,7 +441,7 @@ int enroll_udp(struct bpf_iter__udp *ctx)
 
 	if (!sk || sk->__sk_common.skc_num != enroll_port)
 		return 0;
-	if (!bpf_xps_udp_enroll((struct sock *)sk, 1))
+	if (!bpf_xps_udp_enroll(sk, 1))
 		enrolled++;
 	return 0;
 }
