@@ -1761,12 +1761,13 @@ out:
 	xps_test__destroy(skel);
 }
 
-static int tcp_xps_get(int fd)
+/* An int socket option's value (TCP_XPS, UDP_XPS), or -errno. */
+static int int_opt(int fd, int level, int name)
 {
 	socklen_t len = sizeof(int);
 	int v = -1;
 
-	if (getsockopt(fd, IPPROTO_TCP, TCP_XPS, &v, &len))
+	if (getsockopt(fd, level, name, &v, &len))
 		return -errno;
 	return v;
 }
@@ -1791,7 +1792,7 @@ static void test_tcp_opt_in(void)
 		goto out;
 	l = listen_on(AF_INET, SOCK_STREAM, "127.0.0.1", 8950);
 	if (!ASSERT_OK_FD(l, "listen") ||
-	    !ASSERT_EQ(tcp_xps_get(l), 1, "listener opted in") ||
+	    !ASSERT_EQ(int_opt(l, IPPROTO_TCP, TCP_XPS), 1, "listener opted in") ||
 	    !ASSERT_OK(setsockopt(l, IPPROTO_TCP, TCP_XPS, &zero, sizeof(zero)),
 		       "listener opts out"))
 		goto out;
@@ -1802,7 +1803,8 @@ static void test_tcp_opt_in(void)
 	if (!ASSERT_OK_FD(srv, "accept"))
 		goto out;
 	timeouts(srv, 10);
-	ASSERT_EQ(tcp_xps_get(srv), 0, "child of a listener that opted out");
+	ASSERT_EQ(int_opt(srv, IPPROTO_TCP, TCP_XPS), 0,
+		  "child of a listener that opted out");
 	if (!ASSERT_OK(send_all(cli, "PING0001", 8), "send PING") ||
 	    !ASSERT_OK(recv_all(srv, buf, 8), "owner recv"))
 		goto out;
@@ -1812,7 +1814,7 @@ static void test_tcp_opt_in(void)
 
 	if (!ASSERT_OK(setsockopt(srv, IPPROTO_TCP, TCP_XPS, &one, sizeof(one)),
 		       "accepted socket opts in") ||
-	    !ASSERT_EQ(tcp_xps_get(srv), 1, "opted in"))
+	    !ASSERT_EQ(int_opt(srv, IPPROTO_TCP, TCP_XPS), 1, "opted in"))
 		goto out;
 	if (!ownr_to_owner(skel, cli, srv, 1,
 			   "late opt-in: the connection is lost to the program"))
@@ -1830,8 +1832,9 @@ static void test_tcp_opt_in(void)
 	srv = accept4(l, NULL, NULL, SOCK_CLOEXEC);
 	if (!ASSERT_OK_FD(srv, "accept"))
 		goto out;
-	ASSERT_EQ(tcp_xps_get(srv), 1, "child inherits the opt-in");
-	ASSERT_EQ(tcp_xps_get(cli), 0, "client socket did not opt in");
+	ASSERT_EQ(int_opt(srv, IPPROTO_TCP, TCP_XPS), 1, "child inherits the opt-in");
+	ASSERT_EQ(int_opt(cli, IPPROTO_TCP, TCP_XPS), 0,
+		  "client socket did not opt in");
 	ASSERT_TRUE(ownr_answered(cli), "answered on the child");
 out:
 	close_fd(l);
@@ -1962,16 +1965,6 @@ out:
 	xps_test__destroy(skel);
 }
 
-static int udp_xps_get(int fd)
-{
-	socklen_t len = sizeof(int);
-	int v = -1;
-
-	if (getsockopt(fd, SOL_UDP, UDP_XPS, &v, &len))
-		return -errno;
-	return v;
-}
-
 /* Run the enroll_udp iterator over this namespace's UDP sockets. */
 static bool udp_enroll(struct xps_test *skel, int port)
 {
@@ -2013,8 +2006,8 @@ static void test_udp_opt_in(void)
 	if (link < 0 ||
 	    !udp_pair(AF_INET, "127.0.0.1", 9070, &srv, &cli, &ss, &len))
 		goto out;
-	ASSERT_EQ(udp_xps_get(srv), 1, "server opted in");
-	ASSERT_EQ(udp_xps_get(cli), 0, "client did not opt in");
+	ASSERT_EQ(int_opt(srv, SOL_UDP, UDP_XPS), 1, "server opted in");
+	ASSERT_EQ(int_opt(cli, SOL_UDP, UDP_XPS), 0, "client did not opt in");
 	if (!udp_answered(cli, &ss, len, "PING", "PONG", 4))
 		goto out;
 	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), 1,
@@ -2022,7 +2015,7 @@ static void test_udp_opt_in(void)
 
 	if (!ASSERT_OK(setsockopt(srv, SOL_UDP, UDP_XPS, &zero, sizeof(zero)),
 		       "server opts out") ||
-	    !ASSERT_EQ(udp_xps_get(srv), 0, "opted out") ||
+	    !ASSERT_EQ(int_opt(srv, SOL_UDP, UDP_XPS), 0, "opted out") ||
 	    !udp_to_owner(cli, srv, &ss, len, "PING"))
 		goto out;
 	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), 1,
@@ -2032,8 +2025,8 @@ static void test_udp_opt_in(void)
 	if (!udp_enroll(skel, 9070))
 		goto out;
 	ASSERT_EQ(skel->bss->enrolled, 1, "sockets the iterator enrolled");
-	ASSERT_EQ(udp_xps_get(srv), 1, "enrolled by the iterator");
-	ASSERT_EQ(udp_xps_get(cli), 0, "client left alone");
+	ASSERT_EQ(int_opt(srv, SOL_UDP, UDP_XPS), 1, "enrolled by the iterator");
+	ASSERT_EQ(int_opt(cli, SOL_UDP, UDP_XPS), 0, "client left alone");
 	if (!udp_answered(cli, &ss, len, "PING", "PONG", 4))
 		goto out;
 
