@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* A minimal blocking RESP2 client for the Redis daemons (see resp.h). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,25 +83,25 @@ int read_reply(struct conn *c, char *type, long long *num, void *data,
 	}
 }
 
-static int skip_depth(struct conn *c, char type, long long num, int depth)
-{
-	char line[512], t;
-	long long i, n;
-
-	if (type != '*' || num <= 0)
-		return 0;
-	if (depth > 8)
-		return -1;
-	for (i = 0; i < num; i++)
-		if (read_reply(c, &t, &n, NULL, 0, line, sizeof(line)) ||
-		    skip_depth(c, t, n, depth + 1))
-			return -1;
-	return 0;
-}
-
+/*
+ * Iterative, however deep the reply (COMMAND INFO nests past 8 levels):
+ * a count of the elements still to read, each array adding its own.
+ */
 int resp_skip(struct conn *c, char type, long long num)
 {
-	return skip_depth(c, type, num, 0);
+	long long left = type == '*' && num > 0 ? num : 0, n;
+	char line[512], t;
+
+	while (left-- > 0) {
+		if (read_reply(c, &t, &n, NULL, 0, line, sizeof(line)))
+			return -1;
+		if (t != '*' || n <= 0)
+			continue;
+		if (n > LLONG_MAX - left)
+			return -1;	/* no server sends that much */
+		left += n;
+	}
+	return 0;
 }
 
 /* CONFIG GET <name>: the value into @out. */

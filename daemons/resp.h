@@ -32,7 +32,7 @@ int read_reply(struct conn *c, char *type, long long *num, void *data,
 	       size_t cap, char *line, size_t linesz);
 /*
  * The rest of a reply whose header read_reply() returned (@type, @num):
- * for an array, its @num elements, nested ones too (up to 8 deep); for
+ * for an array, its @num elements, nested ones too (however deep); for
  * anything else nothing is left.
  */
 int resp_skip(struct conn *c, char type, long long num);

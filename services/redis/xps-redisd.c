@@ -188,23 +188,16 @@ static int check_modules(struct ctx *x)
 	return 0;
 }
 
-/* Read one whole reply, however deep (RESP2); *nil: it was a nil. */
+/* Read one whole reply (RESP2); *nil: it was a nil. */
 static int reply_drain(struct conn *c, bool *nil)
 {
-	long long left = 1, n;
 	char line[512], t;
-	bool first = true;
+	long long n;
 
-	while (left-- > 0) {
-		if (read_reply(c, &t, &n, NULL, 0, line, sizeof(line)))
-			return -1;
-		if (first)
-			*nil = (t == '*' || t == '$') && n == -1;
-		first = false;
-		if (t == '*' && n > 0)
-			left += n;
-	}
-	return 0;
+	if (read_reply(c, &t, &n, NULL, 0, line, sizeof(line)))
+		return -1;
+	*nil = (t == '*' || t == '$') && n == -1;
+	return resp_skip(c, t, n);
 }
 
 #define CMD_NAMES_MAX	1024
