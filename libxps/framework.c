@@ -1073,8 +1073,14 @@ int xps_framework__enroll_udp(void)
 	ssize_t r, i;
 
 	prog_fd = bpf_obj_get(PROG_UDP_ENROLL);
-	if (prog_fd < 0)	/* no native UDP hook: nothing to opt in */
-		return errno == ENOENT ? 0 : -errno;
+	if (prog_fd < 0 && errno == ENOENT) {
+		if (access(LINK_NATIVE_UDP, F_OK))
+			return 0;	/* no native UDP hook: nothing to opt in */
+		pr_warn("the framework was set up by an older libxps, without the UDP opt-in: UDP handlers run on no socket until 'xpsctl reset' and the contexts are created again\n");
+		return -ENOENT;
+	}
+	if (prog_fd < 0)
+		return -errno;
 	link_fd = bpf_link_create(prog_fd, 0, BPF_TRACE_ITER, NULL);
 	if (link_fd < 0) {
 		err = -errno;
