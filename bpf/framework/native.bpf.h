@@ -130,17 +130,21 @@ struct bpf_iter__udp___xps {
 	struct sock___xps *udp_sk;
 } __attribute__((preserve_access_index));
 
-/* Whether a UDP predicate could match a datagram to local port *@port:
- * *@port becomes 0 at the first that could.
- */
+struct udp_served {
+	__u16 port;	/* a socket's local port */
+	__u16 served;	/* a UDP predicate could match a datagram to it */
+};
+
+/* Whether a UDP predicate could match a datagram to @u->port. */
 static long udp_pred_serves(struct bpf_map *map,
 			    const struct xps_pred_key *key,
-			    const struct xps_pred_value *val, __u16 *port)
+			    const struct xps_pred_value *val,
+			    struct udp_served *u)
 {
 	if (key->proto != IPPROTO_UDP ||
-	    ((key->mask & XPS_PRED_LPORT) && key->lport != *port))
+	    ((key->mask & XPS_PRED_LPORT) && key->lport != u->port))
 		return 0;
-	*port = 0;
+	u->served = 1;
 	return 1;	/* stop */
 }
 
@@ -161,18 +165,17 @@ SEC("iter/udp")
 int xps_udp_enroll(struct bpf_iter__udp___xps *ctx)
 {
 	struct sock___xps *sk = ctx->udp_sk;
-	__u16 port;
+	struct udp_served u = {};
 
 	if (!sk)
 		return 0;
-	port = sk->__sk_common.skc_num;
-	if (!port)
+	u.port = sk->__sk_common.skc_num;
+	if (!u.port)
 		return 0;
-	bpf_for_each_map_elem(&xps_preds, udp_pred_serves, &port, 0);
-	if (port || bpf_xps_udp_enroll(sk, 1))
+	bpf_for_each_map_elem(&xps_preds, udp_pred_serves, &u, 0);
+	if (!u.served || bpf_xps_udp_enroll(sk, 1))
 		return 0;
-	port = sk->__sk_common.skc_num;
-	BPF_SEQ_PRINTF(ctx->meta->seq, "%u\n", port);
+	BPF_SEQ_PRINTF(ctx->meta->seq, "%u\n", u.port);
 	return 0;
 }
 

@@ -96,10 +96,12 @@ def test_udp_server_bound_after_its_context():
            "reply before enroll (the server's on native)")
         r = xpsctl("enroll")
         eq(r["udp_sockets_enrolled"], 1 if native else 0, "sockets enrolled")
+        tx = stats(name)["tx"]
         for i in range(5):
             msg = b"after %d" % i
             c.sendto(msg, ("127.0.0.1", P + 24))
             d, _ = c.recvfrom(65536)
+            eq(stats(name)["tx"], tx + i + 1, "the kernel answered %d" % i)
             eq(d, msg, "kernel echo after enroll")
         eq(srv.bytes, 6 if native else 0, "bytes the server received")
         eq(stats(name)["tx"], 5 if native else 6, "tx")
