@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -2164,6 +2165,121 @@ out:
 	xps_test__destroy(skel);
 }
 
+/* Runs ip(8) with the arguments @fmt makes.  Return: system()'s. */
+static int ip_cmd(const char *fmt, ...)
+{
+	char args[256], cmd[320];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "PATH=$PATH:/usr/sbin:/sbin ip %s", args);
+	return system(cmd);
+}
+
+/*
+ * lo's local route to its address with an MTU of 1280, then without, for
+ * IPv4 and IPv6.  IPv6 routes added from user space take metric 1024, so
+ * the kernel's (metric 0) is deleted first rather than replaced.
+ */
+static const char *const local_route_mtu[] = {
+	"-4 route replace local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1 mtu 1280",
+	"-6 route add local ::1 dev lo table local mtu 1280",
+};
+
+static const char *const local_route[] = {
+	"-4 route replace local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1",
+	"-6 route replace local ::1 dev lo table local",
+};
+
+/* "BIG2" from @cli is answered in the kernel: 2048 bytes, "BIGR" first. */
+static bool udp_big_answered(int cli, const struct sockaddr_storage *ss,
+			     socklen_t len)
+{
+	char buf[8];
+
+	if (!ASSERT_EQ(sendto(cli, "BIG2", 4, 0, (const void *)ss, len), 4,
+		       "BIG2") ||
+	    !ASSERT_EQ(recv(cli, buf, sizeof(buf), MSG_TRUNC), 2048,
+		       "reply length"))
+		return false;
+	return ASSERT_OK(memcmp(buf, "BIGR", 4), "reply bytes");
+}
+
+/*
+ * The socket keeps the route of its last reply: a route that changed is
+ * looked up again (here the local route's MTU drops below the reply's
+ * length, so the owner answers, then comes back), and a route that may
+ * depend on more than the addresses is never taken from the cache (a
+ * routing rule refuses replies to one client's port only: that client's
+ * request goes to the owner while the other's is answered).
+ */
+static void udp_route_cache(int family)
+{
+	const bool v6 = family == AF_INET6;
+	const char *dst = v6 ? "::1" : "127.0.0.1", *fam = v6 ? "-6" : "-4";
+	int srv = -1, cli = -1, cli2 = -1, link = -1, port = 9190 + family;
+	int cport = 41000 + family;
+	struct sockaddr_storage ss, cs;
+	struct xps_test *skel;
+	socklen_t len, cl;
+
+	skel = xps_load();
+	if (!skel)
+		return;
+	link = xps_link(skel->progs.xps_udp, attach_udp);
+	if (link < 0 || !udp_pair(family, dst, port, &srv, &cli, &ss, &len) ||
+	    !udp_big_answered(cli, &ss, len) ||
+	    !udp_big_answered(cli, &ss, len))
+		goto out;
+
+	if ((v6 && !ASSERT_OK(ip_cmd("-6 route del local ::1 table local"),
+			      "kernel's local route deleted")) ||
+	    !ASSERT_OK(ip_cmd("%s", local_route_mtu[v6]),
+		       "local route's MTU to 1280") ||
+	    !udp_to_owner(cli, srv, &ss, len, "BIG2"))
+		goto out;
+	if (!ASSERT_OK(ip_cmd("%s", local_route[v6]), "local route's MTU back") ||
+	    !udp_big_answered(cli, &ss, len))
+		goto out;
+
+	cli2 = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (!ASSERT_OK_FD(cli2, "second client"))
+		goto out;
+	timeouts(cli2, 5);
+	cl = mkaddr(family, dst, cport, &cs);
+	if (!ASSERT_OK(bind(cli2, (void *)&cs, cl), "bind second client"))
+		goto out;
+	/* ahead of the local table's rule, which moves from 0 to 100 */
+	if (!ASSERT_OK(ip_cmd("%s rule add to %s ipproto udp dport %d prohibit pref 10",
+			      fam, dst, cport), "rule refusing the second client") ||
+	    !ASSERT_OK(ip_cmd("%s rule add lookup local pref 100", fam),
+		       "local table's rule moved") ||
+	    !ASSERT_OK(ip_cmd("%s rule del pref 0", fam), "local table's rule at 0") ||
+	    !udp_answered(cli, &ss, len, "PING", "PONG", 4) ||
+	    !udp_to_owner(cli2, srv, &ss, len, "PING") ||
+	    !udp_answered(cli, &ss, len, "PING", "PONG", 4))
+		goto out;
+	ASSERT_EQ(stat_get(skel, XPS_TX), 7, "TX verdicts (the owner's two too)");
+out:
+	close_fd(cli2);
+	close_fd(cli);
+	close_fd(srv);
+	close_fd(link);
+	xps_test__destroy(skel);
+}
+
+static void test_udp_route_cache_v4(void)
+{
+	udp_route_cache(AF_INET);
+}
+
+static void test_udp_route_cache_v6(void)
+{
+	udp_route_cache(AF_INET6);
+}
+
 /*
  * A datagram the hook cannot clone for the program (no memory) is dropped
  * (UDP MemErrors), not handed to the owner unseen.  As in tcp_clone_fails,
@@ -2901,6 +3017,8 @@ static const struct {
 	{ "udp_send_fails_v4", test_udp_send_fails_v4 },
 	{ "udp_send_fails_v6", test_udp_send_fails_v6 },
 	{ "udp_port_zero", test_udp_port_zero },
+	{ "udp_route_cache_v4", test_udp_route_cache_v4 },
+	{ "udp_route_cache_v6", test_udp_route_cache_v6 },
 	{ "udp_clone_fails", test_udp_clone_fails },
 	{ "mib_counters", test_mib_counters },
 	{ "v4mapped", test_v4mapped },
