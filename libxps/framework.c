@@ -85,15 +85,13 @@ int native_attach_type(const char *name)
 }
 
 /*
- * Whether the running kernel has the native hook's reply kfunc,
- * bpf_xps_reply() (kernel patch "bpf: Let XPS programs answer from a
- * buffer"), in its BTF.  Read once: vmlinux BTF takes milliseconds to
- * parse, and every native context asks.
+ * Whether the running kernel's BTF has the kfunc @name.  Read once into
+ * *@known (-1: not read yet): vmlinux BTF takes milliseconds to parse, and
+ * every native context asks.
  */
-bool kernel_has_reply_kfunc(void)
+static bool kernel_has_kfunc(const char *name, int *known)
 {
-	static int known = -1;	/* -1: not read yet */
-	int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
+	int v = __atomic_load_n(known, __ATOMIC_RELAXED);
 	struct btf *btf;
 
 	if (v >= 0)
@@ -101,10 +99,31 @@ bool kernel_has_reply_kfunc(void)
 	btf = btf__load_vmlinux_btf();
 	if (!btf)
 		return false;
-	v = btf__find_by_name_kind(btf, "bpf_xps_reply", BTF_KIND_FUNC) > 0;
+	v = btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) > 0;
 	btf__free(btf);
-	__atomic_store_n(&known, v, __ATOMIC_RELAXED);
+	__atomic_store_n(known, v, __ATOMIC_RELAXED);
 	return v;
+}
+
+/* The native hook's reply kfunc, bpf_xps_reply() (kernel patch "bpf: Let
+ * XPS programs answer from a buffer").
+ */
+bool kernel_has_reply_kfunc(void)
+{
+	static int known = -1;
+
+	return kernel_has_kfunc("bpf_xps_reply", &known);
+}
+
+/* The connection's state, bpf_xps_state() (kernel patch "bpf: Tell XPS
+ * programs the connection's state"); older kernels of the series have the
+ * bits in struct tcp_sock only, which the framework reads through BTF.
+ */
+static bool kernel_has_state_kfunc(void)
+{
+	static int known = -1;
+
+	return kernel_has_kfunc("bpf_xps_state", &known);
 }
 
 int detect_backends(__u32 *tcp, __u32 *udp, bool *native)
@@ -719,6 +738,7 @@ int fw_ensure(struct xps_fw *fw)
 	err = fw_progs_prepare(skel, mask);
 	if (err)
 		goto fail;
+	skel->rodata->xps_state_kfunc = native && kernel_has_state_kfunc();
 	err = xps_framework_bpf__load(skel);
 	if (err) {
 		pr_warn("cannot load the framework: %s (run with -v for the verifier log)\n",

@@ -7,6 +7,27 @@
 #ifndef __XPS_FW_NATIVE_BPF_H
 #define __XPS_FW_NATIVE_BPF_H
 
+/*
+ * The patched kernel's word on a TCP run's connection, XPS_SK_* (patch
+ * "bpf: Tell XPS programs the connection's state").  Weak, as every kfunc
+ * here (libbpf resolves the object's externs for every program), and
+ * called only where libxps found it in the kernel's BTF: a kernel of the
+ * series from before it has the bits in struct tcp_sock only.
+ */
+extern __u32 bpf_xps_state(struct __sk_buff *s) __ksym __weak;
+const volatile __u32 xps_state_kfunc;
+
+/* The connection's XPS_SK_* bits; XPS_SK_LOST when the kernel has none. */
+static __always_inline __u8 native_state(struct __sk_buff *skb,
+					 struct tcp_sock___xps *tp)
+{
+	if (xps_state_kfunc)
+		return bpf_xps_state(skb);
+	if (bpf_core_field_exists(tp->xps_state))
+		return tp->xps_state;
+	return XPS_SK_LOST;
+}
+
 static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 				      void *progs)
 {
@@ -61,10 +82,8 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 		tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(skb->sk);
 		if (tp) {
 			/* the hook's word on this segment and the connection */
-			__u8 st = XPS_SK_LOST;
+			__u8 st = native_state(skb, tp);
 
-			if (bpf_core_field_exists(tp->xps_state))
-				st = tp->xps_state;
 			/*
 			 * The hook handed the owner bytes the program
 			 * did not see, at any time before this run (bytes

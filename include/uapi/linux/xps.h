@@ -16,7 +16,7 @@
  *    a write (sendmsg) and has no written bytes queued but unsent, and
  *    the connection can send: a reply never lands inside one of the
  *    owner's writes.  Otherwise it runs with XPS_SK_SEE_ONLY set in the
- *    socket's xps_state and its verdict must be XPS_PASS.
+ *    connection's state (bpf_xps_state()) and its verdict must be XPS_PASS.
  *  - UDP: after socket lookup and checksum validation, before the datagram is
  *    queued to the socket.
  *
@@ -34,7 +34,9 @@
  *
  * Return values are enum xps_verdict (linux/bpf.h, beside the attach
  * types).  Any other value, and any failure of the hook before the program
- * ran, is treated as XPS_PASS.
+ * ran, is treated as XPS_PASS, but for one: a segment or datagram there is
+ * no memory to run the program on is dropped, so that the owner never
+ * reads what the program did not see (TCP: the peer sends it again).
  */
 #ifndef _UAPI_LINUX_XPS_H
 #define _UAPI_LINUX_XPS_H
@@ -81,8 +83,8 @@ enum xps_verdict {
 #endif
 
 /*
- * TCP: bits of struct tcp_sock's xps_state, which the program reads through
- * BTF (CO-RE).  XPS_SK_SEE_ONLY: this segment goes to the owner whatever
+ * TCP: the connection's state, which the program reads with the kfunc
+ * bpf_xps_state().  XPS_SK_SEE_ONLY: this segment goes to the owner whatever
  * the verdict.  XPS_SK_LOST: bytes reached the owner that the program did
  * not see (among them bytes that arrived before it was attached or while
  * it was detached, and Fast Open data), or a verdict could not be carried

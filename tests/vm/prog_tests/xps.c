@@ -2750,6 +2750,15 @@ static void test_test_run(void)
 	ASSERT_EQ(s.remote_ip6[0], htonl(0x20010db8), "seen remote_ip6");
 	ASSERT_NEQ(s.cookie, 0, "socket cookie");
 
+	/* No connection under test_run: bpf_xps_state() is 0, OWNR answered */
+	o.data_in = "OWNR";
+	o.data_size_in = 4;
+	o.data_size_out = sizeof(out);
+	if (!ASSERT_OK(bpf_prog_test_run_opts(tcp, &o), "test_run OWNR"))
+		goto out;
+	ASSERT_EQ(o.retval, XPS_TX, "OWNR verdict");
+	ASSERT_STRNEQ(out, "DONE", 4, "OWNR reply");
+
 	/* Without ctx_in the local port is 0: the program passes. */
 	o.data_in = "PING";
 	o.data_size_in = 4;

@@ -17,7 +17,7 @@
  *   "KTWO"     XPS_TX after giving two replies: bytes 0-3, then 4-7
  *   "KBIG"     XPS_TX after giving a reply of XPS_TCP_TX_MAX + 1 bytes
  *   "OWNR"     XPS_TX, reply "DONE", as a handler that follows the
- *              kernel's word: XPS_PASS if the socket's xps_state has
+ *              kernel's word: XPS_PASS if bpf_xps_state() has
  *              XPS_SK_SEE_ONLY or XPS_SK_LOST (the run's requests
  *              counted in XPS_TEST_STAT_SEE_ONLY), so that the
  *              connection is never lost and every request tests the
@@ -96,6 +96,7 @@ struct {
 
 extern int bpf_xps_reply(struct __sk_buff *s, const void *buf,
 			 __u32 buf__sz) __ksym;
+extern __u32 bpf_xps_state(struct __sk_buff *s) __ksym;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
@@ -187,23 +188,10 @@ static __always_inline __u32 kreply(struct __sk_buff *skb, const char *cmd)
 	return XPS_TX;
 }
 
-/* The one field of struct tcp_sock the tests read (CO-RE). */
-struct tcp_sock___xps_test {
-	__u8 xps_state;
-} __attribute__((preserve_access_index));
-
 /* "OWNR": answer only where the kernel allows it. */
 static __always_inline __u32 owner_rule(struct __sk_buff *skb)
 {
-	struct tcp_sock___xps_test *tp;
-	struct bpf_sock *sk = skb->sk;
-
-	if (!sk)
-		return XPS_PASS;
-	tp = (struct tcp_sock___xps_test *)bpf_skc_to_tcp_sock(sk);
-	if (!tp)
-		return XPS_PASS;
-	if (tp->xps_state & (XPS_SK_SEE_ONLY | XPS_SK_LOST)) {
+	if (bpf_xps_state(skb) & (XPS_SK_SEE_ONLY | XPS_SK_LOST)) {
 		/* Per request, not per run: segments that met in the
 		 * backlog arrive as one run ("OWNROWNR").
 		 */
@@ -218,21 +206,18 @@ static __always_inline __u32 owner_rule(struct __sk_buff *skb)
 /* XPS_TEST_STREAM_PORT: is this run the next bytes of the pattern? */
 static __always_inline void stream_check(struct __sk_buff *skb)
 {
-	struct tcp_sock___xps_test *tp;
 	struct xps_test_stream *st;
+	__u32 zero = 0, state;
 	__u8 first, last;
-	__u32 zero = 0;
 
 	st = bpf_map_lookup_elem(&stream, &zero);
 	if (!st)
 		return;
-	if (skb->sk) {
-		tp = (struct tcp_sock___xps_test *)bpf_skc_to_tcp_sock(skb->sk);
-		if (tp && (tp->xps_state & XPS_SK_SEE_ONLY))
-			st->see_only++;
-		if (tp && (tp->xps_state & XPS_SK_LOST))
-			st->lost++;
-	}
+	state = bpf_xps_state(skb);
+	if (state & XPS_SK_SEE_ONLY)
+		st->see_only++;
+	if (state & XPS_SK_LOST)
+		st->lost++;
 	if (bpf_skb_load_bytes(skb, 0, &first, 1) ||
 	    bpf_skb_load_bytes(skb, skb->len - 1, &last, 1) ||
 	    first != st->bytes % XPS_TEST_STREAM_MOD ||
