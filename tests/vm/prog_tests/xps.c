@@ -1438,10 +1438,16 @@ static void *stream_write(void *arg)
  * bytes already received (from rcv_nxt on), duplicates not at all.  The
  * connection is never lost to it, and the owner reads the stream intact.
  * @nomem: then rounds that fail three in ten allocations that may not
- * sleep, twenty times over (failslab), until the hook has dropped a
+ * sleep, six times over (failslab), until the hook has dropped a
  * segment, in order or from the out-of-order queue, that it could not
- * clone for the program: the peer sends it again.
+ * clone for the program: the peer sends it again.  A segment whose
+ * retransmissions fail too waits out a doubling RTO each time (six
+ * failures in a row: 0.2 + 0.4 + ... + 6.4 s), so the failure budget is
+ * kept small and the sockets wait XPS_STREAM_WAIT_S, not the usual 10 s.
  */
+#define XPS_STREAM_FAILS	6
+#define XPS_STREAM_WAIT_S	30
+
 static void tcp_stream(bool nomem)
 {
 	/* a whole number of patterns: every round sends the same bytes */
@@ -1450,6 +1456,7 @@ static void tcp_stream(bool nomem)
 	int srv = -1, link = -1, one = 1, round;
 	bool netem = false, th = false, inject;
 	long long ofo = 0, drops = 0, drops0 = 0;
+	__u64 start, slowest = 0;
 	struct xps_test_stream st = {};
 	char *buf = NULL, *got = NULL;
 	struct xps_test *skel;
@@ -1470,6 +1477,8 @@ static void tcp_stream(bool nomem)
 	if (link < 0 || !tcp_pair(AF_INET, XPS_TEST_STREAM_PORT, &w.fd, &srv))
 		goto out;
 	setsockopt(w.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	timeouts(w.fd, XPS_STREAM_WAIT_S);
+	timeouts(srv, XPS_STREAM_WAIT_S);
 	if (!ASSERT_OK(system(TC_QDISC "add dev lo root netem " NETEM),
 		       "netem on lo"))
 		goto out;
@@ -1480,13 +1489,14 @@ static void tcp_stream(bool nomem)
 	 * Rounds until netem has reordered something (the first, mostly);
 	 * with @nomem, more until a failed allocation was the hook's.
 	 */
-	for (round = 0; round < 6;) {
+	for (round = 0; round < 12;) {
 		inject = nomem && ofo > 0;
 		if (inject) {
 			drops0 = tcp_mib("TCPRcvQDrop");
-			if (!failslab_set(30, 20))
+			if (!failslab_set(30, XPS_STREAM_FAILS))
 				goto out;
 		}
+		start = now_ms();
 		if (!ASSERT_OK(pthread_create(&thread, NULL, stream_write, &w),
 			       "pthread_create"))
 			goto out;
@@ -1498,6 +1508,8 @@ static void tcp_stream(bool nomem)
 		pthread_join(thread, NULL);
 		th = false;
 		round++;
+		if (now_ms() - start > slowest)
+			slowest = now_ms() - start;
 		if (inject) {
 			failslab(0);
 			drops += tcp_mib("TCPRcvQDrop") - drops0;
@@ -1511,8 +1523,10 @@ static void tcp_stream(bool nomem)
 	if (!ASSERT_OK(bpf_map_lookup_elem(bpf_map__fd(skel->maps.stream),
 					   &zero, &st), "stream map"))
 		goto out;
-	printf("%s: %d round(s), %llu runs, %llu see-only; TCPOFOQueue %lld, no clone %lld\n",
-	       __func__, round, (unsigned long long)st.runs,
+	printf("%s: %d round(s), slowest %llu ms\n", __func__, round,
+	       (unsigned long long)slowest);
+	printf("%s: %llu runs, %llu see-only; TCPOFOQueue %lld, no clone %lld\n",
+	       __func__, (unsigned long long)st.runs,
 	       (unsigned long long)st.see_only, ofo, nomem ? drops : 0);
 	ASSERT_EQ(st.bytes, total * round, "bytes the program saw");
 	ASSERT_EQ(st.bad, 0, "runs out of place");
