@@ -90,8 +90,8 @@ static __always_inline int word2(const __u8 *in, __u32 o, char c0, char c1)
 /*
  * Whether the request just parsed into sc->req is a write the kernel may
  * commit (xps_redis_write_through()), in RESP:
- *  - "SET <key> <value>", "GETSET <key> <value>" and "SET <key> <value>
- *    GET": no expiry (REDIS_TTL_NONE);
+ *  - "SET <key> <value>", "SET <key> <value> NX|XX", "GETSET <key>
+ *    <value>" and "SET <key> <value> GET": no expiry (REDIS_TTL_NONE);
  *  - "SET <key> <value> EX|PX <n>", "SETEX <key> <n> <value>", "PSETEX
  *    <key> <n> <value>": its time to live, in ns, n of 1 to 13 digits as
  *    Redis reads a number (no sign, no leading zero), up to 4 * 10^9 s;
@@ -138,18 +138,31 @@ __u64 xps_redis_set_ttl(struct xps_kv_scratch *sc)
 		if (req->argc == 3)
 			return REDIS_TTL_NONE;
 		if (req->argc == 4) {
-			/* SET <key> <value> GET: the value is argument 2 */
+			/*
+			 * SET <key> <value> GET|NX|XX: the value is argument
+			 * 2, the option argument 3 (in req->val)
+			 */
 			o = req->val.off;
 			/* so that clang tests the register it indexes with */
 			XPS__HIDE(o);
-			if (req->val.len != 3 || o > XPS_SCRATCH - 8 ||
-			    (sc->in[o] | 0x20) != 'g' ||
-			    !word2(sc->in, o + 1, 'e', 't') || !req->opt[1].len)
+			if (o > XPS_SCRATCH - 8 || !req->opt[1].len)
 				return 0;
 			a->val = req->opt[1];
-			a->expect = '$';
-			a->expect_len = 1;
-			return REDIS_TTL_NONE;
+			if (req->val.len == 3 && (sc->in[o] | 0x20) == 'g' &&
+			    word2(sc->in, o + 1, 'e', 't')) {
+				a->expect = '$';
+				a->expect_len = 1;
+				return REDIS_TTL_NONE;
+			}
+			/*
+			 * NX, XX: +OK when the key was set (to the value, with
+			 * no expiry: NX made it, XX dropped its time to live),
+			 * nil when the condition was not met
+			 */
+			if (req->val.len == 2 && (sc->in[o + 1] | 0x20) == 'x' &&
+			    ((sc->in[o] | 0x20) == 'n' || (sc->in[o] | 0x20) == 'x'))
+				return REDIS_TTL_NONE;
+			return 0;
 		}
 		if (req->argc != 5)
 			return 0;

@@ -304,8 +304,9 @@ def test_set_committed_by_the_kernel():
     (docs/coherence.md, "Writes committed by the kernel"): the next GET of
     the key is answered by the kernel, with no PTTL and no GET for Redis
     to execute.  So are GETSET and SET ... GET, answered with the old
-    value or nil, and not when Redis refuses them.  A SET with options
-    other than EX, PX, EXAT and PXAT, and a SET pipelined behind another
+    value or nil, and not when Redis refuses them; SET NX and SET XX
+    when Redis answers +OK, not when it answers nil.  A SET with other
+    options (KEEPTTL, two options), and a SET pipelined behind another
     request, are not committed: their keys are learned as before."""
     r = Redis()
     try:
@@ -334,9 +335,21 @@ def test_set_committed_by_the_kernel():
         eq(c.call("LRANGE", "wt:list", "0", "-1"), b"*1\r\n$1\r\nx\r\n", "the list")
         eq(kernel_get(c, "wt:list", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
            False, "the kernel answered a GET of a list")
-        # a SET with options the kernel does not follow: not committed
-        eq(c.call("SET", "wt:nx", "temp", "NX"), b"+OK\r\n", "SET NX")
-        eq(kernel_get(c, "wt:nx", b"$4\r\ntemp\r\n"), False, "the kernel answered a SET NX's value")
+        # NX and XX: committed when Redis set the key (+OK), not when the
+        # condition failed (nil), and the key keeps no time to live
+        eq(c.call("SET", "wt:nx", "temp", "NX"), b"+OK\r\n", "SET NX of a new key")
+        eq(kernel_get(c, "wt:nx", b"$4\r\ntemp\r\n"), True, "the kernel answered SET NX's value")
+        eq(c.call("SET", "wt:nx", "other", "nx"), b"$-1\r\n", "SET NX of a key that exists")
+        eq(c.call("GET", "wt:nx"), b"$4\r\ntemp\r\n", "GET after a refused SET NX")
+        eq(c.call("SET", "wt:xx", "none", "XX"), b"$-1\r\n", "SET XX of a missing key")
+        eq(c.call("GET", "wt:xx"), b"$-1\r\n", "GET after a refused SET XX")
+        eq(c.call("SET", "wt:xx", "ttl", "PX", "60000"), b"+OK\r\n", "SET PX")
+        eq(c.call("SET", "wt:xx", "kept", "XX"), b"+OK\r\n", "SET XX of a key that exists")
+        eq(kernel_get(c, "wt:xx", b"$4\r\nkept\r\n"), True, "the kernel answered SET XX's value")
+        eq(c.call("PTTL", "wt:xx"), b":-1\r\n", "SET XX dropped the time to live")
+        # options the kernel does not follow: not committed
+        eq(c.call("SET", "wt:nx", "kept", "XX", "KEEPTTL"), b"+OK\r\n", "SET XX KEEPTTL")
+        eq(kernel_get(c, "wt:nx", b"$4\r\nkept\r\n"), False, "the kernel answered a SET KEEPTTL's value")
         # not the first reply of its segment: egress cannot place it
         eq(c.pipeline([("GET", "wt:0"), ("SET", "wt:0", "second")]),
            [b"$7\r\nvalue-0\r\n", b"+OK\r\n"], "GET, SET pipelined")

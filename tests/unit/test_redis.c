@@ -48,8 +48,9 @@ static void test_value_span(void)
 		{ "SET k plain\r\n", NULL },	/* inline: two spans kept */
 		{ "SET k \"quoted\"\r\n", NULL },
 		{ "*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nEX\r\n$1\r\n9\r\n", "v" },
-		/* four arguments: argument 3, SETEX's value (a SET of four
-		 * is refused by the handler, xps_redis_set_ttl()) */
+		/* four arguments: argument 3, SETEX's value (of a SET of
+		 * four, the handler reads it as GET, NX or XX and takes the
+		 * value from opt[1], xps_redis_set_ttl()) */
 		{ "*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nNX\r\n", "NX" },
 		{ "*4\r\n$5\r\nSETEX\r\n$1\r\nk\r\n$1\r\n9\r\n$5\r\nhello\r\n", "hello" },
 		{ "*4\r\n$6\r\npsetex\r\n$1\r\nk\r\n$1\r\n9\r\n$2\r\nhi\r\n", "hi" },
