@@ -200,12 +200,13 @@ struct xps_kv_req {
 	 * or, above 30 days, a unix time; 0 when it is not a number */
 	__u32 num;
 	/* Redis, a RESP write whose arguments are all in the buffer: of
-	 * three or five arguments, argument 2 (SET's value) and, of five,
-	 * arguments 3 and 4 (SET's EX or PX and its number); of four,
+	 * three, five or six arguments, argument 2 (SET's value) and, of
+	 * five or six, arguments 3 and 4 in opt[0] and opt[1] (SET's EX or
+	 * PX and its number) and, of six, argument 5 in opt[2]; of four,
 	 * argument 3 (SETEX's value) and argument 2 in opt[1] (its time to
 	 * live); len 0 otherwise */
 	struct xps_span val;
-	struct xps_span opt[2];
+	struct xps_span opt[3];
 	/* Not a result: the parsers' work area (argument spans, tokens),
 	 * here rather than on the 512-byte BPF stack that the handler's own
 	 * frames share with the parser's.  Undefined after a parse. */

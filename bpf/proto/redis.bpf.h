@@ -693,7 +693,7 @@ XPS_GLOBAL int xps_redis__classify(const struct xps_buf *buf,
 	}
 	if (flags & XPS_F_ALL)
 		req->nkeys = 0;
-	else if (kind == XPS_REQ_INVALIDATE && argc >= 3 && argc <= 5 &&
+	else if (kind == XPS_REQ_INVALIDATE && argc >= 3 && argc <= 6 &&
 		 done == argc && !quoted) {
 		if (argc == 4) {
 			/* SETEX, PSETEX: <key> <time to live> <value> */
@@ -702,10 +702,12 @@ XPS_GLOBAL int xps_redis__classify(const struct xps_buf *buf,
 		} else {
 			req->val = args->a[2];
 		}
-		if (argc == 5) {
+		if (argc >= 5) {
 			req->opt[0] = args->a[3];
 			req->opt[1] = args->a[4];
 		}
+		if (argc == 6)
+			req->opt[2] = args->a[5];
 	}
 	req->hint = kind;
 	req->flags |= flags;

@@ -83,6 +83,23 @@ static __always_inline int word2(const __u8 *in, __u32 o, char c0, char c1)
 	return (in[o] | 0x20) == c0 && (in[o + 1] | 0x20) == c1;
 }
 
+/*
+ * Whether @opt is NX or XX, in any case: the SET conditions that answer
+ * +OK when the key was set and nil when it was not.
+ */
+static __always_inline int nx_xx(const struct xps_kv_scratch *sc,
+				 struct xps_span opt)
+{
+	__u32 o = opt.off;
+
+	/* so that clang tests the register it indexes with */
+	XPS__HIDE(o);
+	if (opt.len != 2 || o > XPS_SCRATCH - 8)
+		return 0;
+	return (sc->in[o + 1] | 0x20) == 'x' &&
+	       ((sc->in[o] | 0x20) == 'n' || (sc->in[o] | 0x20) == 'x');
+}
+
 #define REDIS_TTL_NONE	(~0ULL)
 /* With a Unix time in ns (below 2^62): an absolute deadline (EXAT, PXAT) */
 #define REDIS_TTL_AT	(1ULL << 63)
@@ -97,6 +114,7 @@ static __always_inline int word2(const __u8 *in, __u32 o, char c0, char c1)
  *    Redis reads a number (no sign, no leading zero), up to 4 * 10^9 s;
  *  - "SET <key> <value> EXAT|PXAT <n>": the Unix time n (seconds or
  *    milliseconds, up to 4 * 10^9 s) in ns, with REDIS_TTL_AT set;
+ *  - either SET with NX or XX before or after its time option;
  * 0 otherwise.  It leaves in sc->wt the value's span and the bytes the
  * reply of a write that took effect begins with: "+OK\r\n", or "$" for
  * the two that answer with the old value (a bulk string, or nil when there
@@ -107,6 +125,7 @@ static __always_inline int word2(const __u8 *in, __u32 o, char c0, char c1)
 __attribute__((noinline))
 __u64 xps_redis_set_ttl(struct xps_kv_scratch *sc)
 {
+	struct xps_span topt, num;
 	const struct xps_kv_req *req;
 	struct xps_kv_wt_args *a;
 	__u64 v = 0, unit, ok = 0, at = 0;
@@ -124,6 +143,7 @@ __u64 xps_redis_set_ttl(struct xps_kv_scratch *sc)
 	    (req->flags & (XPS_F_ALL | XPS_F_BADKEY | XPS_F_QUOTED)))
 		return 0;
 	a->val = req->val;
+	num = req->opt[1];
 	__builtin_memcpy(&ok, "+OK\r\n", 5);
 	a->expect = ok;
 	a->expect_len = 5;
@@ -159,22 +179,29 @@ __u64 xps_redis_set_ttl(struct xps_kv_scratch *sc)
 			 * no expiry: NX made it, XX dropped its time to live),
 			 * nil when the condition was not met
 			 */
-			if (req->val.len == 2 && (sc->in[o + 1] | 0x20) == 'x' &&
-			    ((sc->in[o] | 0x20) == 'n' || (sc->in[o] | 0x20) == 'x'))
-				return REDIS_TTL_NONE;
+			return nx_xx(sc, req->val) ? REDIS_TTL_NONE : 0;
+		}
+		topt = req->opt[0];
+		if (req->argc == 6) {
+			/* NX|XX <time option> <n>, <time option> <n> NX|XX */
+			if (nx_xx(sc, req->opt[0])) {
+				topt = req->opt[1];
+				num = req->opt[2];
+			} else if (!nx_xx(sc, req->opt[2])) {
+				return 0;
+			}
+		} else if (req->argc != 5) {
 			return 0;
 		}
-		if (req->argc != 5)
-			return 0;
-		o = req->opt[0].off;
+		o = topt.off;
 		if (o > XPS_SCRATCH - 8)
 			return 0;
-		if (req->opt[0].len == 4) {
+		if (topt.len == 4) {
 			/* EXAT, PXAT */
 			if (!word2(sc->in, o + 2, 'a', 't'))
 				return 0;
 			at = REDIS_TTL_AT;
-		} else if (req->opt[0].len != 2) {
+		} else if (topt.len != 2) {
 			return 0;
 		}
 		if (word2(sc->in, o, 'e', 'x'))
@@ -195,8 +222,10 @@ __u64 xps_redis_set_ttl(struct xps_kv_scratch *sc)
 	} else {
 		return 0;
 	}
-	o = req->opt[1].off;
-	n = req->opt[1].len;
+	o = num.off;
+	n = num.len;
+	/* so that clang tests the register it indexes with */
+	XPS__HIDE(o);
 	if (n < 1 || n > 13 || o >= XPS_SCRATCH || sc->in[o] == '0')
 		return 0;
 	for (i = 0; i < 13; i++) {

@@ -341,6 +341,8 @@ def test_set_committed_by_the_kernel():
         eq(kernel_get(c, "wt:nx", b"$4\r\ntemp\r\n"), True, "the kernel answered SET NX's value")
         eq(c.call("SET", "wt:nx", "other", "nx"), b"$-1\r\n", "SET NX of a key that exists")
         eq(c.call("GET", "wt:nx"), b"$4\r\ntemp\r\n", "GET after a refused SET NX")
+        eq(c.call("SET", "wt:nx", "other", "EX", "100", "NX"), b"$-1\r\n", "SET EX NX of a key that exists")
+        eq(c.call("GET", "wt:nx"), b"$4\r\ntemp\r\n", "GET after a refused SET EX NX")
         eq(c.call("SET", "wt:xx", "none", "XX"), b"$-1\r\n", "SET XX of a missing key")
         eq(c.call("GET", "wt:xx"), b"$-1\r\n", "GET after a refused SET XX")
         eq(c.call("SET", "wt:xx", "ttl", "PX", "60000"), b"+OK\r\n", "SET PX")
@@ -367,7 +369,8 @@ def test_set_committed_by_the_kernel():
 @test
 def test_set_with_expiry_never_served_past_it():
     """SET ... EX, SET ... PX, SETEX and PSETEX, and SET ... EXAT and
-    SET ... PXAT, are committed by the kernel with their expiry: the kernel
+    SET ... PXAT, with NX or XX too, are committed by the kernel with their
+    expiry: the kernel
     answers the key at once, and never once Redis has expired it (a GET
     sent after the write's reply plus the time to live, or after the Unix
     time given, is never answered by the kernel, and Redis then answers
@@ -392,7 +395,13 @@ def test_set_with_expiry_never_served_past_it():
                               ("wt:pxat", lambda: ("SET", "wt:pxat", "short-lived", "PXAT",
                                                    at(1.5, ms=True)), None),
                               ("wt:exat", lambda: ("SET", "wt:exat", "short-lived", "EXAT",
-                                                   at(1.0)), None)):
+                                                   at(1.0)), None),
+                              ("wt:nxpx", lambda: ("SET", "wt:nxpx", "short-lived", "NX", "PX",
+                                                   "1500"), 1.5),
+                              # XX: the key must exist, here without an expiry
+                              ("wt:exxx", lambda: (c.call("SET", "wt:exxx", "before"),
+                                                   ("SET", "wt:exxx", "short-lived", "EX", "2",
+                                                    "XX"))[1], 2.0)):
             cmd = cmd()
             opt = " ".join(a for a in cmd if a not in (key, "short-lived"))
             t0 = time.time()

@@ -55,7 +55,11 @@ static void test_value_span(void)
 		{ "*4\r\n$5\r\nSETEX\r\n$1\r\nk\r\n$1\r\n9\r\n$5\r\nhello\r\n", "hello" },
 		{ "*4\r\n$6\r\npsetex\r\n$1\r\nk\r\n$1\r\n9\r\n$2\r\nhi\r\n", "hi" },
 		{ "*3\r\n$6\r\nGETSET\r\n$1\r\nk\r\n$1\r\nv\r\n", "v" },
+		/* six: arguments 3, 4 and 5 in opt[0..2] */
+		{ "*6\r\n$3\r\nSET\r\n$1\r\nk\r\n$3\r\nsix\r\n$2\r\nNX\r\n$2\r\nEX\r\n$1\r\n9\r\n", "six" },
 		{ "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", NULL },
+		/* seven: no spans */
+		{ "*7\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nNX\r\n$2\r\nEX\r\n$1\r\n9\r\n$3\r\nGET\r\n", NULL },
 		{ "*3\r\n$5\r\nLPUSH\r\n$1\r\nk\r\n$1\r\nv\r\n", "v" },
 	};
 	struct xps_kv_req r;
@@ -78,6 +82,12 @@ static void test_value_span(void)
 		if (r.argc == 5)
 			CHECK(r.opt[0].len == 2 && !memcmp(kv_buf + r.opt[0].off, "EX", 2) &&
 			      r.opt[1].len == 1 && kv_buf[r.opt[1].off] == '9',
+			      "case %zu: option spans", i);
+		/* six: the three options */
+		if (r.argc == 6)
+			CHECK(r.opt[0].len == 2 && !memcmp(kv_buf + r.opt[0].off, "NX", 2) &&
+			      r.opt[1].len == 2 && !memcmp(kv_buf + r.opt[1].off, "EX", 2) &&
+			      r.opt[2].len == 1 && kv_buf[r.opt[2].off] == '9',
 			      "case %zu: option spans", i);
 		/* four: the time to live of SETEX, PSETEX */
 		if (r.argc == 4)
