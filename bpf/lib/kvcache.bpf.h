@@ -969,7 +969,7 @@ static __always_inline long xps_kv_walk_common(struct xps_kv_walk *w, int kind)
 			if (req->hint != XPS_REQ_INVALIDATE || !req->nkeys)
 				req->flags |= XPS_F_ALL;
 			/* the end of its data was not seen */
-			req->flags &= ~XPS_F_NOEXP;
+			req->flags &= ~(XPS_F_NOEXP | XPS_F_RELEXP);
 			xps_kv_invalidate(w);
 		}
 		if (w->cs && req->req_len && xps_kv_whole(w) &&

@@ -175,6 +175,11 @@ enum xps_req_flags {
 					 * for a write of every key (XPS_F_ALL)
 					 * unless the server is known to have
 					 * no such command */
+	XPS_F_RELEXP = 1 << 14,		/* memcached set, add, replace or cas
+					 * as XPS_F_NOEXP, but with a relative
+					 * exptime (1 to 30 days in seconds),
+					 * in num: stored, the item is the
+					 * block and expires that much later */
 };
 
 /* A byte range of the scratch buffer. */
@@ -197,7 +202,8 @@ struct xps_kv_req {
 	struct xps_span name;	/* command name */
 	struct xps_span keys[XPS_MAX_KEYS];
 	/* memcached flush_all <delay> (XPS_F_DEFERRED): the delay, seconds
-	 * or, above 30 days, a unix time; 0 when it is not a number */
+	 * or, above 30 days, a unix time; 0 when it is not a number.  A
+	 * set with XPS_F_RELEXP: its exptime */
 	__u32 num;
 	/* Redis, a RESP write whose arguments are all in the buffer: of
 	 * three, five or six arguments, argument 2 (SET's value) and, of

@@ -23,6 +23,9 @@
 #include "common.bpf.h"
 
 #define XPS_MC_KEY_MAX		250	/* KEY_MAX_LENGTH */
+/* memcached's largest relative exptime (REALTIME_MAXDELTA); larger ones
+ * are Unix times */
+#define XPS_MC_REALTIME_MAXDELTA	(60 * 60 * 24 * 30)
 /* Longest command line parsed; longer gives INCOMPLETE | XPS_F_TOO_BIG. */
 #ifndef XPS_MC_LINE_MAX
 #define XPS_MC_LINE_MAX	1024
@@ -496,15 +499,16 @@ XPS_GLOBAL int xps_mc__classify(const struct xps_buf *buf, __u32 len,
 		 * memcached consumes them whatever they are. */
 		req->req_len = line + (__u32)vlen + 2;
 		/*
-		 * A set (add, replace, cas) that never expires, if it is
-		 * stored: the item is then the data block, whatever it was
-		 * before.  memcached refuses a block not ending in CRLF and
-		 * keeps the old item, so only a CRLF seen here counts
-		 * (docs/coherence.md).  append and prepend keep what was.
+		 * A set (add, replace, cas) that never expires, or expires
+		 * a number of seconds after memcached stores it: the item is
+		 * then the data block, whatever it was before.  memcached
+		 * refuses a block not ending in CRLF and keeps the old item,
+		 * so only a CRLF seen here counts (docs/coherence.md).
+		 * append and prepend keep what was.
 		 */
 		if ((cmd == XPS_MC_SET || cmd == XPS_MC_ADD ||
-		     cmd == XPS_MC_REPLACE || cmd == XPS_MC_CAS) && exp == 0 &&
-		    r == XPS__MCN_OK) {
+		     cmd == XPS_MC_REPLACE || cmd == XPS_MC_CAS) && exp >= 0 &&
+		    exp <= XPS_MC_REALTIME_MAXDELTA && r == XPS__MCN_OK) {
 			__u64 end = (__u64)off + req->req_len;
 			__u32 cr;
 
@@ -517,8 +521,14 @@ XPS_GLOBAL int xps_mc__classify(const struct xps_buf *buf, __u32 len,
 				cr = (__u32)end - 2;
 				XPS_OPAQUE(cr);
 				if (cr < XPS_SCRATCH - 1 && buf->b[cr] == '\r' &&
-				    buf->b[cr + 1] == '\n')
-					req->flags |= XPS_F_NOEXP;
+				    buf->b[cr + 1] == '\n') {
+					if (exp) {
+						req->flags |= XPS_F_RELEXP;
+						req->num = (__u32)exp;
+					} else {
+						req->flags |= XPS_F_NOEXP;
+					}
+				}
 			}
 		}
 		break;

@@ -23,7 +23,16 @@ XPS_STATE_MAP(struct mc_state);
 XPS_KV_COUNT(count_rest, struct xps_kv_scratch, xps_mc_parse, 0);
 
 /* memcached's largest relative exptime; larger ones are unix times */
-#define MC_REALTIME_MAXDELTA	(60ULL * 60 * 24 * 30)
+#define MC_REALTIME_MAXDELTA	((__u64)XPS_MC_REALTIME_MAXDELTA)
+/*
+ * A set with a relative exptime E is committed with a deadline E less
+ * this after the handler saw it: memcached's one-second clock lags real
+ * time by up to a second (as for flush_all above), so the item dies no
+ * earlier than E - 1 s after memcached stored it, which is after the
+ * handler saw it; one more second to spare.  Sets with E of 2 s or less
+ * are not committed.
+ */
+#define MC_EXPIRE_EARLY_NS	(2 * 1000000000ULL)
 /*
  * memcached kills items once its one-second clock reaches the deadline
  * minus one second (oldest_live), and that clock lags real time by up to
@@ -141,19 +150,23 @@ static __always_inline int stage_value(struct xps_kv_walk *w, __u32 i,
 }
 
 /*
- * A set (add, replace, cas) of one key with exptime 0 whose data block
- * ends in CRLF here (XPS_F_NOEXP), not noreply, on a connection the
- * handler may serve (w->learn, which the handler clears within a second
- * of a write over UDP): if memcached answers STORED, the item is the data
- * block with the request's flags and no expiry (xps_kv_wt_stamp()).
+ * A set (add, replace, cas) of one key with exptime 0 (XPS_F_NOEXP) or a
+ * relative one above MC_EXPIRE_EARLY_NS (XPS_F_RELEXP) whose data block
+ * ends in CRLF here, not noreply, on a connection the handler may serve
+ * (w->learn, which the handler clears within a second of a write over
+ * UDP): if memcached answers STORED, the item is the data block with the
+ * request's flags and no expiry, or that expiry (xps_kv_wt_stamp()).
  */
 static __always_inline int plain_set(const struct xps_kv_walk *w)
 {
 	const struct xps_kv_req *req = &w->sc->req;
+	__u32 f = req->flags & (XPS_F_NOEXP | XPS_F_RELEXP | XPS_F_NOREPLY |
+				XPS_F_ALL);
 
 	return w->learn && req->nkeys == 1 &&
-	       (req->flags & (XPS_F_NOEXP | XPS_F_NOREPLY | XPS_F_ALL)) ==
-	       XPS_F_NOEXP;
+	       (f == XPS_F_NOEXP ||
+		(f == XPS_F_RELEXP &&
+		 req->num * 1000000000ULL > MC_EXPIRE_EARLY_NS));
 }
 
 /*
@@ -164,7 +177,7 @@ static __always_inline int plain_set(const struct xps_kv_walk *w)
 static __noinline void mc_write(struct xps_kv_walk *w)
 {
 	const struct xps_mc_line *ln;
-	__u64 stored = 0, flags = 0;
+	__u64 stored = 0, flags = 0, ttl;
 	struct xps_kv_wt_args *a;
 	__u32 i, s, e;
 
@@ -175,8 +188,8 @@ static __noinline void mc_write(struct xps_kv_walk *w)
 		return;
 	/*
 	 * The flags: token 2 of the line the parse just tokenized, one to
-	 * ten digits and below 2^32 (XPS_F_NOEXP says every number of the
-	 * line was read whole).
+	 * ten digits and below 2^32 (XPS_F_NOEXP or XPS_F_RELEXP says every
+	 * number of the line was read whole).
 	 */
 	ln = XPS__MCLINE(&w->sc->req);
 	s = ln->t.s[2];
@@ -200,6 +213,16 @@ static __noinline void mc_write(struct xps_kv_walk *w)
 	a->client_flags = (__u32)flags;
 	a->expire_ns = 0;
 	a->expire_tai_ns = 0;
+	if (w->sc->req.flags & XPS_F_RELEXP) {
+		/*
+		 * Both clocks, as Redis's expiries: memcached's clock is
+		 * CLOCK_MONOTONIC, or real time where it was built without
+		 * one, and TAI steps with real time (docs/coherence.md).
+		 */
+		ttl = w->sc->req.num * 1000000000ULL - MC_EXPIRE_EARLY_NS;
+		a->expire_ns = bpf_ktime_get_ns() + ttl;
+		a->expire_tai_ns = bpf_ktime_get_tai_ns() + ttl;
+	}
 	xps_kv_wt_stamp(w->skb, w->sc, w->cgen, w->hk.hash);
 }
 

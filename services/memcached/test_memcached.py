@@ -161,8 +161,10 @@ def test_set_committed_by_the_kernel():
     next get of the key is answered by the kernel, with its flags, and
     memcached is asked nothing (no get, no me).  Its CAS is unknown, so a
     gets goes to memcached.  add, replace and cas answered STORED are
-    committed too.  A set with an expiry, a noreply set, and writes
-    memcached refuses (too large, NOT_STORED, EXISTS) commit nothing."""
+    committed too, and so is a set with a relative exptime
+    (test_set_with_expiry_never_served_past_it).  A set with an exptime
+    of a Unix time, a noreply set, and writes memcached refuses (too
+    large, NOT_STORED, EXISTS) commit nothing."""
     m = Memcached(extra=["-I", "1k", "-o", "slab_chunk_max=1024"])
     try:
         start(m)
@@ -205,10 +207,16 @@ def test_set_committed_by_the_kernel():
                "get after a refused write")
             eq(stats("mc")["tx"], tx, "kernel answers after a refused write")
         eq(c.get(b"wt:none"), b"END\r\n", "get after a refused replace")
-        # an expiry, noreply: the request does not say everything, or no reply
-        eq(c.call(b"set wt:ex 0 100 4\r\ntemp\r\n"), b"STORED\r\n", "set with exptime")
+        # a relative expiry: committed
+        eq(c.call(b"set wt:ex 0 100 4\r\ntemp\r\n"), b"STORED\r\n", "set with exptime 100")
+        tx = stats("mc")["tx"]
+        eq(c.get(b"wt:ex"), b"VALUE wt:ex 0 4\r\ntemp\r\nEND\r\n", "get")
+        eq(stats("mc")["tx"], tx + 1, "kernel answers to a get after a set with exptime 100")
+        # a Unix time, noreply: the handler does not follow it, or no reply
+        at = int(time.time()) + 100
+        eq(c.call(b"set wt:at 0 %d 4\r\ntemp\r\n" % at), b"STORED\r\n", "set with a Unix time")
         c.s.sendall(b"set wt:nr 0 0 2 noreply\r\nnr\r\n")
-        for key, v in ((b"wt:ex", b"temp"), (b"wt:nr", b"nr")):
+        for key, v in ((b"wt:at", b"temp"), (b"wt:nr", b"nr")):
             tx = stats("mc")["tx"]
             eq(c.get(key), b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (key, len(v), v), "get")
             eq(stats("mc")["tx"], tx, "kernel answers to a get of " + key.decode())
@@ -220,6 +228,65 @@ def test_set_committed_by_the_kernel():
         tx = stats("mc")["tx"]
         eq(c.get(b"wt:0"), b"END\r\n", "get after the refused set")
         eq(stats("mc")["tx"], tx, "kernel answers after a refused set")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "mc", check=False)
+        m.close()
+
+
+@test
+def test_set_with_expiry_never_served_past_it():
+    """set, add, replace and cas with a relative exptime E, answered
+    STORED, are committed with a deadline E - 2 s after the handler saw
+    them (memcached's clock lags real time by up to a second; one more to
+    spare): the kernel answers the key at once, never from 2 s before
+    its time to live runs out after the write's reply, and memcached then
+    answers END.  An exptime of 2 s or less is not committed."""
+    m = Memcached()
+    try:
+        start(m)
+        c = m.client()
+        until_kernel_answers(c, b"wt:warm", b"w")
+        eq(c.call(b"set ex:rep 0 0 3\r\nold\r\n"), b"STORED\r\n", "set")
+        eq(c.call(b"set ex:cas 0 0 3\r\nold\r\n"), b"STORED\r\n", "set")
+        r = c.get(b"ex:cas", cas=True)
+        cas = int(r.split(b"\r\n")[0].split()[4])
+        for key, ttl, req in ((b"ex:set", 3, b"set ex:set 7 3 11\r\nshort-lived\r\n"),
+                              (b"ex:add", 3, b"add ex:add 7 3 11\r\nshort-lived\r\n"),
+                              (b"ex:rep", 4, b"replace ex:rep 7 4 11\r\nshort-lived\r\n"),
+                              (b"ex:cas", 3, b"cas ex:cas 7 3 11 %d\r\nshort-lived\r\n" % cas)):
+            t0 = time.time()
+            eq(c.call(req), b"STORED\r\n", req.split(b"\r\n")[0].decode())
+            acked = time.time()
+            live, late = 0, []
+            while True:
+                tx = stats("mc")["tx"]
+                sent = time.time()
+                r = c.get(key)
+                kernel = stats("mc")["tx"] > tx
+                if r == b"END\r\n":
+                    eq(kernel, False, "the kernel answered a miss")
+                    break
+                eq(r, b"VALUE %s 7 11\r\nshort-lived\r\nEND\r\n" % key, "get")
+                if kernel:
+                    live += 1
+                    if sent > acked + ttl - 2:
+                        late.append(sent - acked)
+                if time.time() - t0 > ttl + 3 * SLOW:
+                    raise AssertionError("%s never expired" % key.decode())
+                time.sleep(0.01)
+            print("    %s: the kernel answered %d gets, memcached said END %.2f s after the write"
+                  % (req.split(b"\r\n")[0].decode(), live, time.time() - t0))
+            if late:
+                raise AssertionError("the kernel answered %s %.3f s after the write's reply (exptime %d)"
+                                     % (key.decode(), late[0], ttl))
+            if not live:
+                raise AssertionError("the kernel never answered %s while it lived" % key.decode())
+        # exptime 2: not committed (its deadline would be now)
+        eq(c.call(b"set ex:two 0 2 1\r\nx\r\n"), b"STORED\r\n", "set with exptime 2")
+        tx = stats("mc")["tx"]
+        eq(c.get(b"ex:two"), b"VALUE ex:two 0 1\r\nx\r\nEND\r\n", "get")
+        eq(stats("mc")["tx"], tx, "kernel answers to a get after a set with exptime 2")
         c.close()
     finally:
         xpsctl("service", "stop", "mc", check=False)

@@ -24,6 +24,7 @@ struct fx {
 	int nkeys;		/* -1: do not check */
 	const char *keys[4];	/* expected keys, in order, up to the first
 				 * NULL (a binary key is left out) */
+	unsigned num;		/* with XPS_F_RELEXP in flags: the exptime */
 };
 
 /* .req and .req_n of a string literal, NUL bytes included */

@@ -33,6 +33,8 @@ static void kv_check_one(kv_parse_fn parse, const struct fx *f, __u32 off,
 	CHECK(k == f->kind && (int)r.kind == k, "kind %d want %d", k, f->kind);
 	CHECK((r.flags & f->flags) == f->flags, "flags %#x lack %#x", r.flags, f->flags);
 	CHECK(!(r.flags & f->noflags), "flags %#x have %#x", r.flags, f->noflags);
+	if (f->flags & XPS_F_RELEXP)
+		CHECK(r.num == f->num, "exptime %u want %u", r.num, f->num);
 	if (f->req_len != ANY)
 		CHECK(r.req_len == f->req_len, "req_len %u want %u", r.req_len, f->req_len);
 	if (k == XPS_REQ_INCOMPLETE && f->hint >= 0)
