@@ -657,8 +657,10 @@ static __always_inline int xps_kv_stage_value(struct xps_kv_walk *w,
 
 /*
  * A key's version (docs/coherence.md): every write adds 2; bit 0 says
- * that the last write left an item that never expires (XPS_F_NOEXP, a
- * memcached set with exptime 0), so that a value learned under it needs
+ * that the last write left an item that never expires, or none
+ * (XPS_F_NOEXP with XPS_F_SETS, a memcached set with exptime 0: add,
+ * replace and cas refused or failed keep the old item and its expiry),
+ * so that a value learned under it needs
  * no wait for memcached's clock (services/memcached/xps-memcachedd.c).  The bit is
  * set only by a TCP write that was the only one unanswered: with another
  * write in flight the server may execute the two in either order, and
@@ -734,7 +736,9 @@ static __noinline void xps_kv_new_version(struct xps_kv_walk *w)
 
 	if (!w || !w->sc)
 		return;
-	noexp = !w->udp && w->cs && (w->sc->req.flags & XPS_F_NOEXP);
+	noexp = !w->udp && w->cs &&
+		(w->sc->req.flags & (XPS_F_NOEXP | XPS_F_SETS)) ==
+		(XPS_F_NOEXP | XPS_F_SETS);
 	/* counted by key before the bump (docs/coherence.md) */
 	xps_kv_note_key(w->hk.hash);
 	ver = bpf_map_lookup_elem(&xps_versions, &w->hk);
@@ -969,7 +973,7 @@ static __always_inline long xps_kv_walk_common(struct xps_kv_walk *w, int kind)
 			if (req->hint != XPS_REQ_INVALIDATE || !req->nkeys)
 				req->flags |= XPS_F_ALL;
 			/* the end of its data was not seen */
-			req->flags &= ~(XPS_F_NOEXP | XPS_F_RELEXP);
+			req->flags &= ~(XPS_F_NOEXP | XPS_F_RELEXP | XPS_F_SETS);
 			xps_kv_invalidate(w);
 		}
 		if (w->cs && req->req_len && xps_kv_whole(w) &&

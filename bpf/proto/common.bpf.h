@@ -180,6 +180,10 @@ enum xps_req_flags {
 					 * exptime (1 to 30 days in seconds),
 					 * in num: stored, the item is the
 					 * block and expires that much later */
+	XPS_F_SETS = 1 << 15,		/* memcached set (not add, replace,
+					 * cas) with XPS_F_NOEXP: stored or
+					 * not, no item with an expiry is
+					 * left (a failed set unlinks it) */
 };
 
 /* A byte range of the scratch buffer. */

@@ -527,6 +527,8 @@ XPS_GLOBAL int xps_mc__classify(const struct xps_buf *buf, __u32 len,
 						req->num = (__u32)exp;
 					} else {
 						req->flags |= XPS_F_NOEXP;
+						if (cmd == XPS_MC_SET)
+							req->flags |= XPS_F_SETS;
 					}
 				}
 			}

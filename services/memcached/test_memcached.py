@@ -294,6 +294,49 @@ def test_set_with_expiry_never_served_past_it():
 
 
 @test
+def test_refused_write_keeps_the_expiry():
+    """An add, cas or replace with exptime 0 that memcached refuses (or
+    fails to store) leaves the old item, with its expiry: the key must
+    not be taken for one that never expires (the version's never-expires
+    bit is a set's alone).  Each item is set with exptime 2, refused a
+    write with exptime 0 in its second second, and asked for every 20 ms:
+    once memcached has expired it, the kernel never answers it."""
+    m = Memcached()
+    try:
+        start(m)
+        c = m.client()
+        until_kernel_answers(c, b"wt:warm", b"w")
+        for key, write in ((b"rk:add", lambda k: b"add %s 0 0 1\r\nx\r\n" % k),
+                           (b"rk:cas", lambda k: b"cas %s 0 0 1 1\r\nx\r\n" % k)):
+            eq(c.call(b"set %s 0 2 5\r\nhello\r\n" % key), b"STORED\r\n", "set with exptime 2")
+            t0 = time.time()
+            time.sleep(1.05)
+            r = c.call(write(key))
+            if r not in (b"NOT_STORED\r\n", b"EXISTS\r\n"):
+                raise AssertionError("%s: %r" % (key.decode(), r))
+            served, gone = 0, None
+            while time.time() - t0 < 4.0:
+                tx = stats("mc")["tx"]
+                r = c.get(key)
+                kernel = stats("mc")["tx"] > tx
+                if r == b"END\r\n":
+                    gone = gone or time.time() - t0
+                elif gone is not None:
+                    raise AssertionError("%s answered %r after memcached expired it (kernel: %s)"
+                                         % (key.decode(), r, kernel))
+                served += kernel
+                time.sleep(0.02)
+            print("    %s: refused, gone %.2f s after the set, the kernel answered %d gets"
+                  % (key.decode(), gone or -1, served))
+            if gone is None:
+                raise AssertionError("%s never expired" % key.decode())
+        c.close()
+    finally:
+        xpsctl("service", "stop", "mc", check=False)
+        m.close()
+
+
+@test
 def test_get_tcp_udp_counters():
     m = Memcached()
     try:
