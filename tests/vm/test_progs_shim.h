@@ -82,6 +82,7 @@ void test__fail(void);
 #define ASSERT_EQ(actual, expected, name) __SHIM_CMP(actual, expected, name, ==, !=)
 #define ASSERT_NEQ(actual, expected, name) __SHIM_CMP(actual, expected, name, !=, ==)
 #define ASSERT_LT(actual, expected, name) __SHIM_CMP(actual, expected, name, <, >=)
+#define ASSERT_LE(actual, expected, name) __SHIM_CMP(actual, expected, name, <=, >)
 #define ASSERT_GT(actual, expected, name) __SHIM_CMP(actual, expected, name, >, <=)
 #define ASSERT_GE(actual, expected, name) __SHIM_CMP(actual, expected, name, >=, <)
 

@@ -1880,17 +1880,30 @@ static bool udp_pair(int family, const char *dst, int port, int *srv,
 	return true;
 }
 
+/*
+ * The 4-byte @req sent from @cli is answered with a datagram of @n bytes
+ * that begins with the @wlen (at most 64) bytes at @want.
+ */
+static bool udp_answered_n(int cli, const struct sockaddr_storage *ss,
+			   socklen_t len, const char *req, const void *want,
+			   size_t wlen, ssize_t n)
+{
+	char buf[64];
+
+	if (!ASSERT_LE(wlen, sizeof(buf), "bytes to compare") ||
+	    !ASSERT_EQ(sendto(cli, req, 4, 0, (const void *)ss, len), 4, req) ||
+	    !ASSERT_EQ(recv(cli, buf, sizeof(buf), MSG_TRUNC), n,
+		       "reply length"))
+		return false;
+	return ASSERT_OK(memcmp(buf, want, wlen), "reply bytes");
+}
+
 /* The 4-byte @req sent from @cli is answered with the @n bytes at @want. */
 static bool udp_answered(int cli, const struct sockaddr_storage *ss,
 			 socklen_t len, const char *req, const void *want,
 			 ssize_t n)
 {
-	char buf[64];
-
-	if (!ASSERT_EQ(sendto(cli, req, 4, 0, (const void *)ss, len), 4, req) ||
-	    !ASSERT_EQ(recv(cli, buf, sizeof(buf), 0), n, "reply length"))
-		return false;
-	return ASSERT_OK(memcmp(buf, want, n), "reply bytes");
+	return udp_answered_n(cli, ss, len, req, want, n, n);
 }
 
 /* @msg sent from @cli reaches the owner @srv as it was sent. */
@@ -2211,14 +2224,7 @@ static const char *const local_route[] = {
 static bool udp_big_answered(int cli, const struct sockaddr_storage *ss,
 			     socklen_t len)
 {
-	char buf[8];
-
-	if (!ASSERT_EQ(sendto(cli, "BIG2", 4, 0, (const void *)ss, len), 4,
-		       "BIG2") ||
-	    !ASSERT_EQ(recv(cli, buf, sizeof(buf), MSG_TRUNC), 2048,
-		       "reply length"))
-		return false;
-	return ASSERT_OK(memcmp(buf, "BIGR", 4), "reply bytes");
+	return udp_answered_n(cli, ss, len, "BIG2", "BIGR", 4, 2048);
 }
 
 /*
