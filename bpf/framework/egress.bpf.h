@@ -76,6 +76,8 @@ struct eg_walk {
 	__u32 end;
 	__u32 woff;		/* next byte in win */
 	__u32 wlen;		/* bytes in win */
+	__u32 wt;		/* the reply a write-through waits for */
+	__u32 wt_at;		/* where it begins in the skb, 0: not here */
 	int lost;
 	__u8 win[XPS_EG_WIN];
 };
@@ -128,8 +130,11 @@ static long eg_step(__u32 i, void *ctx)
 		w->lost = 1;
 		return 1;
 	}
-	if (r == XPS_RB_DONE)
+	if (r == XPS_RB_DONE) {
 		conn->answered++;
+		if (conn->answered + 1 == w->wt)
+			w->wt_at = w->off;
+	}
 	return 0;
 }
 
@@ -178,9 +183,10 @@ static __always_inline void capture_emit(struct __sk_buff *skb,
  * Write-through (struct xps_kv_wt, docs/coherence.md): reply number
  * @reply, which answers a write a kv-cache handler made a record for, has
  * been counted.  The record's value goes into its context's data map when
- * that reply is the first of this segment (@here: it starts at @start)
- * and begins with the bytes the handler expects of a write that took
- * effect; either way the record is dropped.  A value committed after a
+ * that reply began in this segment (@here: at @start, which the walk
+ * noted where the reply before it ended, or the segment's start) and
+ * begins with the bytes the handler expects of a write that took effect;
+ * either way the record is dropped.  A value committed after a
  * later write of its key carries a stamp that is no longer current: it
  * is never served, and only costs that key a miss.
  */
@@ -266,6 +272,9 @@ static __always_inline int egress_count(struct __sk_buff *skb,
 	first = conn->answered + 1;	/* the first reply starting here */
 	idle = xps_reply_idle(&conn->rp);
 	k = w.off;
+	w.wt = conn->wt_reply;
+	if (w.wt && w.wt == first && idle)
+		w.wt_at = k;
 	bpf_loop(XPS_EG_STEPS, eg_step, &w, 0);
 	if (w.lost || w.off < w.end) {
 		xps__lose_count(conn, XPS_LOST_EG_FRAME);
@@ -277,7 +286,7 @@ static __always_inline int egress_count(struct __sk_buff *skb,
 	wt = conn->wt_reply;
 	if (wt && (__s32)(conn->answered - wt) >= 0) {
 		conn->wt_reply = 0;
-		wt_commit(skb, cookie, wt, wt == first && idle, k, w.end);
+		wt_commit(skb, cookie, wt, w.wt_at != 0, w.wt_at, w.end);
 	}
 	return 1;
 }

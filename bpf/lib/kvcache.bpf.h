@@ -814,8 +814,9 @@ struct {
  * by xps_kv_write_through_end() after the walk (the seal's frames do not
  * fit on top of the walk's); the egress step commits it when that reply
  * leaves.  Only over TCP, with replies counted on the connection, no
- * other record of the connection pending, the write the first request of
- * its segment (egress commits the first reply of a segment only), and no
+ * other record of the connection pending, the first write of its segment
+ * to pass these checks (one record per segment; egress finds the reply
+ * wherever it begins), and no
  * other write that may touch the key unanswered: every write the service
  * executes before this one was then answered before it was read, and a
  * write counted after the check bumps the version the value is stamped
@@ -836,17 +837,17 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 	__u32 zero = 0, vlen;
 	__u64 *ver;
 
-	/*
-	 * The segment's first request only (egress commits the first reply
-	 * of a segment): counted here, not by the walk's offset, which the
-	 * verifier would then have to tell apart in every state of the walk.
-	 */
-	if (!sc || !cgen || !run || run->proto != IPPROTO_TCP || run->reqs != 1)
+	/* this request's reply is number conn->owed + run->reqs */
+	if (!sc || !cgen || !run || run->proto != IPPROTO_TCP || !run->reqs)
 		return 0;
 	a = &sc->wt;
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
 	rec = bpf_map_lookup_elem(&xps_kv_wt_build, &zero);
-	if (!conn || !rec ||
+	/*
+	 * One record per segment: a write after the one stamped leaves it
+	 * whole (its stamps, value and reply number belong together).
+	 */
+	if (!conn || !rec || rec->reply ||
 	    (conn->flags & (XPS_CONN_UNCOUNTED | XPS_CONN_EGRESS)) !=
 	    XPS_CONN_EGRESS)
 		return 0;

@@ -169,7 +169,8 @@ def test_set_committed_by_the_kernel():
     memcached is asked nothing (no get, no me).  Its CAS is unknown, so a
     gets goes to memcached.  add, replace and cas answered STORED are
     committed too, and so is a set with a relative exptime
-    (test_set_with_expiry_never_served_past_it).  A set with an exptime
+    (test_set_with_expiry_never_served_past_it) and one pipelined behind
+    a get.  A set with an exptime
     of a Unix time, a noreply set, and writes memcached refuses (too
     large, NOT_STORED, EXISTS) commit nothing."""
     m = Memcached(extra=["-I", "1k", "-o", "slab_chunk_max=1024"])
@@ -211,6 +212,11 @@ def test_set_committed_by_the_kernel():
             eq(kernel_get(c, key, b"VALUE %s %d %d\r\n%s\r\nEND\r\n" % (key, fl, len(v), v)),
                False, "the kernel answered after a refused write")
         eq(c.get(b"wt:none"), b"END\r\n", "get after a refused replace")
+        # pipelined behind a get: egress finds the set's reply after it
+        eq(c.call(b"get wt:3\r\nset wt:pp 6 0 2\r\npp\r\n", (b"STORED\r\n",)),
+           b"VALUE wt:3 3 7\r\nvalue-3\r\nEND\r\nSTORED\r\n", "get, set pipelined")
+        eq(kernel_get(c, b"wt:pp", b"VALUE wt:pp 6 2\r\npp\r\nEND\r\n"), True,
+           "the kernel answered a set pipelined behind a get")
         # a relative expiry: committed
         eq(c.call(b"set wt:ex 0 100 4\r\ntemp\r\n"), b"STORED\r\n", "set with exptime 100")
         eq(kernel_get(c, b"wt:ex", b"VALUE wt:ex 0 4\r\ntemp\r\nEND\r\n"), True,

@@ -305,9 +305,10 @@ def test_set_committed_by_the_kernel():
     the key is answered by the kernel, with no PTTL and no GET for Redis
     to execute.  So are GETSET and SET ... GET, answered with the old
     value or nil, and not when Redis refuses them; SET NX and SET XX
-    when Redis answers +OK, not when it answers nil.  A SET with other
-    options (KEEPTTL, two options), and a SET pipelined behind another
-    request, are not committed: their keys are learned as before."""
+    when Redis answers +OK, not when it answers nil; a SET pipelined
+    behind another request, the first write of its segment.  A SET with
+    other options (KEEPTTL, NX or XX with GET) and a second write in a
+    segment are not committed: their keys are learned as before."""
     r = Redis()
     try:
         c = start_serving(r)
@@ -352,11 +353,25 @@ def test_set_committed_by_the_kernel():
         # options the kernel does not follow: not committed
         eq(c.call("SET", "wt:nx", "kept", "XX", "KEEPTTL"), b"+OK\r\n", "SET XX KEEPTTL")
         eq(kernel_get(c, "wt:nx", b"$4\r\nkept\r\n"), False, "the kernel answered a SET KEEPTTL's value")
-        # not the first reply of its segment: egress cannot place it
+        # pipelined behind another request: egress finds its reply where
+        # the one before it ends
         eq(c.pipeline([("GET", "wt:0"), ("SET", "wt:0", "second")]),
            [b"$7\r\nvalue-0\r\n", b"+OK\r\n"], "GET, SET pipelined")
-        eq(kernel_get(c, "wt:0", b"$6\r\nsecond\r\n"), False,
-           "the kernel answered a SET's value egress could not commit")
+        eq(kernel_get(c, "wt:0", b"$6\r\nsecond\r\n"), True,
+           "the kernel answered a SET's value pipelined behind a GET")
+        # two writes in a segment: the first is committed, the second
+        # learned as before
+        eq(c.pipeline([("SET", "wt:p1", "one"), ("SET", "wt:p2", "two")]),
+           [b"+OK\r\n", b"+OK\r\n"], "SET, SET pipelined")
+        eq(kernel_get(c, "wt:p1", b"$3\r\none\r\n"), True, "the kernel answered the first SET's value")
+        eq(kernel_get(c, "wt:p2", b"$3\r\ntwo\r\n"), False, "the kernel answered the second SET's value")
+        # two writes of one key: the second bumped the version the first
+        # was stamped with, so the first is never served
+        eq(c.pipeline([("SET", "wt:0", "old"), ("SET", "wt:0", "new")]),
+           [b"+OK\r\n", b"+OK\r\n"], "SET, SET of one key pipelined")
+        eq(kernel_get(c, "wt:0", b"$3\r\nnew\r\n"), False, "the kernel answered after two SETs of a key")
+        for _ in range(5):      # learned from that GET's reply, or not: "new"
+            kernel_get(c, "wt:0", b"$3\r\nnew\r\n")
         # the value overwritten the same way is committed again
         eq(c.call("SET", "wt:0", "third"), b"+OK\r\n", "SET")
         eq(kernel_get(c, "wt:0", b"$5\r\nthird\r\n"), True, "the kernel answered the new value")
