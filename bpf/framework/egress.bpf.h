@@ -181,38 +181,43 @@ static __always_inline void capture_emit(struct __sk_buff *skb,
 
 /*
  * Write-through (struct xps_kv_wt, docs/coherence.md): reply number
- * @reply, which answers a write a kv-cache handler made a record for, has
- * been counted.  The record's value goes into its context's data map when
- * that reply began in this segment (@here: at @start, which the walk
- * noted where the reply before it ended, or the segment's start) and
- * begins with the bytes the handler expects of a write that took effect;
- * either way the record is dropped.  A value committed after a
- * later write of its key carries a stamp that is no longer current: it
- * is never served, and only costs that key a miss.
+ * @reply, which answers a write a kv-cache handler made records for, has
+ * been counted.  Each record's value goes into its context's data map
+ * when that reply began in this segment (at @start, which the walk noted
+ * where the reply before it ended, or the segment's start; 0: not here)
+ * and begins with the bytes the handler expects of a write that took
+ * effect; either way the records are dropped.  A value committed after a
+ * later write of its key carries a stamp that is no longer current: it is
+ * never served, and only costs that key a miss.  Its own subprogram: its
+ * frame stays off the reply walk's.
  */
-static __always_inline void wt_commit(struct __sk_buff *skb, __u64 cookie,
-				      __u32 reply, int here, __u32 start,
-				      __u32 end)
+static __noinline void wt_commit(struct __sk_buff *skb, __u64 cookie,
+				 __u32 reply, __u32 start, __u32 end)
 {
+	struct xps_kv_wt_key k = { .cookie = cookie };
 	struct xps_config *cfg = config();
 	struct xps_kv_wt *rec;
 	__u64 got = 0, mask;
 	void *data;
-	__u32 n;
+	__u32 n, i;
 
-	rec = bpf_map_lookup_elem(&xps_kv_wt, &cookie);
-	if (!rec)
-		return;
-	n = rec->expect_len;
-	if (here && cfg && rec->reply == reply &&
-	    rec->gen == cfg->generation && n >= 1 && n <= 8 &&
-	    end - start >= n && !bpf_skb_load_bytes(skb, start, &got, n)) {
-		mask = n == 8 ? ~0ULL : (1ULL << (n * 8)) - 1;
-		data = bpf_map_lookup_elem(&xps_kv_datas, &rec->slot);
-		if (data && (got & mask) == rec->expect)
-			bpf_map_update_elem(data, &rec->hk, &rec->v, BPF_ANY);
+	for (i = 0; i < XPS_KV_WT_KEYS; i++) {
+		k.idx = i;	/* the counter stays in a register (verifier) */
+		rec = bpf_map_lookup_elem(&xps_kv_wt, &k);
+		if (!rec)
+			break;	/* the records go from index 0 up */
+		n = rec->expect_len;
+		if (start && cfg && rec->reply == reply &&
+		    rec->gen == cfg->generation && n >= 1 && n <= 8 &&
+		    end - start >= n && !bpf_skb_load_bytes(skb, start, &got, n)) {
+			mask = n == 8 ? ~0ULL : (1ULL << (n * 8)) - 1;
+			data = bpf_map_lookup_elem(&xps_kv_datas, &rec->slot);
+			if (data && (got & mask) == rec->expect)
+				bpf_map_update_elem(data, &rec->hk, &rec->v,
+						    BPF_ANY);
+		}
+		bpf_map_delete_elem(&xps_kv_wt, &k);
 	}
-	bpf_map_delete_elem(&xps_kv_wt, &cookie);
 }
 
 /*
@@ -286,7 +291,7 @@ static __always_inline int egress_count(struct __sk_buff *skb,
 	wt = conn->wt_reply;
 	if (wt && (__s32)(conn->answered - wt) >= 0) {
 		conn->wt_reply = 0;
-		wt_commit(skb, cookie, wt, w.wt_at != 0, w.wt_at, w.end);
+		wt_commit(skb, cookie, wt, w.wt_at, w.end);
 	}
 	return 1;
 }

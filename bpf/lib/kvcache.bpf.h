@@ -795,61 +795,87 @@ static __always_inline int xps_kv_invalidate(struct xps_kv_walk *w)
 	return n;
 }
 
-/* A write-through record being built, per CPU (too big for the stack). */
+/*
+ * The write-through records being built, per CPU (too big for the stack):
+ * one per key of the write, from index 0 up.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, XPS_KV_WT_KEYS);
 	__type(key, __u32);
 	__type(value, struct xps_kv_wt);
 } xps_kv_wt_build SEC(".maps");
 
+_Static_assert(XPS_KV_PAIRS <= XPS_KV_WT_KEYS, "a record per pair");
+
+/* Forget the records being built (a write of several keys, all or none). */
+static __always_inline void xps_kv_wt_drop(void)
+{
+	struct xps_kv_wt *rec;
+	__u32 i, k;
+
+	for (i = 0; i < XPS_KV_WT_KEYS; i++) {
+		k = i;	/* the counter stays in a register (verifier) */
+		rec = bpf_map_lookup_elem(&xps_kv_wt_build, &k);
+		if (rec)
+			rec->reply = 0;
+	}
+}
+
 /*
  * Write-through (docs/coherence.md, "Writes committed by the kernel"):
- * the write xps_kv_invalidate() just counted, of the one key in sc->key
- * (of hash @hash), leaves the bytes sc->wt.val spans (payload offsets) as the
+ * the write xps_kv_invalidate() just counted, of the key in sc->key (of
+ * hash @hash), leaves the bytes sc->wt.val spans (payload offsets) as the
  * key's value, with sc->wt's flags (memcached; its CAS is unknown, 0) and
  * expiry, if the service answers it with the expect_len bytes of
- * sc->wt.expect (struct xps_kv_wt).  The record is stamped here, in the
+ * sc->wt.expect (struct xps_kv_wt).  Record @idx is stamped here, in the
  * CPU's xps_kv_wt_build, and sealed and put in the framework's xps_kv_wt
  * by xps_kv_write_through_end() after the walk (the seal's frames do not
  * fit on top of the walk's); the egress step commits it when that reply
  * leaves.  Only over TCP, with replies counted on the connection, no
  * other record of the connection pending, the first write of its segment
- * to pass these checks (one record per segment; egress finds the reply
- * wherever it begins), and no
+ * to pass these checks (one write per segment; egress finds the reply
+ * wherever it begins; a write of several keys stamps record 0 for its
+ * first key, then 1, 2... for the others, of the same request), and no
  * other write that may touch the key unanswered: every write the service
  * executes before this one was then answered before it was read, and a
  * write counted after the check bumps the version the value is stamped
  * with.  The stamps are read after the write's own bump and before the
  * check, as a fill reads them before its own.  @cgen: the state's cache
- * generation.  A global function: verified once, whatever the walk's
- * state.
+ * generation.  Returns whether the record was stamped.  A global
+ * function: verified once, whatever the walk's state.
  */
 __attribute__((noinline))
 int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
-		    __u32 *cgen, __u64 hash)
+		    __u32 *cgen, __u64 hash, __u32 idx)
 {
 	struct xps_kv_hkey hk = { .hash = hash };
 	struct xps_run *run = xps__run();
+	struct xps_kv_wt *rec, *first;
 	struct xps_kv_wt_args *a;
-	struct xps_kv_wt *rec;
 	struct xps_conn *conn;
-	__u32 zero = 0, vlen;
+	__u32 zero = 0, vlen, reply;
 	__u64 *ver;
 
 	/* this request's reply is number conn->owed + run->reqs */
-	if (!sc || !cgen || !run || run->proto != IPPROTO_TCP || !run->reqs)
+	if (!sc || !cgen || !run || run->proto != IPPROTO_TCP || !run->reqs ||
+	    idx >= XPS_KV_WT_KEYS)
 		return 0;
 	a = &sc->wt;
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
-	rec = bpf_map_lookup_elem(&xps_kv_wt_build, &zero);
-	/*
-	 * One record per segment: a write after the one stamped leaves it
-	 * whole (its stamps, value and reply number belong together).
-	 */
-	if (!conn || !rec || rec->reply ||
+	first = bpf_map_lookup_elem(&xps_kv_wt_build, &zero);
+	rec = bpf_map_lookup_elem(&xps_kv_wt_build, &idx);
+	if (!conn || !first || !rec ||
 	    (conn->flags & (XPS_CONN_UNCOUNTED | XPS_CONN_EGRESS)) !=
 	    XPS_CONN_EGRESS)
+		return 0;
+	reply = conn->owed + run->reqs;
+	/*
+	 * One write per segment: a write after the one stamped leaves it
+	 * whole (its stamps, values and reply number belong together); the
+	 * keys after the first of a write follow its record 0.
+	 */
+	if (idx ? first->reply != reply || rec->reply : first->reply != 0)
 		return 0;
 	/* one at a time: egress looks for one reply number */
 	if (conn->wt_reply && (__s32)(conn->answered - conn->wt_reply) < 0)
@@ -879,49 +905,64 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 	rec->v.pad = 0;
 	rec->v.expire_ns = a->expire_ns;
 	rec->v.expire_tai_ns = a->expire_tai_ns;
-	rec->reply = conn->owed + run->reqs;	/* last: the record is whole */
-	return 0;
+	rec->reply = reply;	/* last: the record is whole */
+	return 1;
 }
 
 
 /*
- * After the walk: seal the record xps_kv_wt_stamp() stamped, if any,
- * and hand it to the egress step.  @out, the staged reply, serves as
- * scratch: a segment with a write is not answered.  A global function,
- * verified once whatever the handler's state.
+ * After the walk: seal the records xps_kv_wt_stamp() stamped, if any, and
+ * hand them to the egress step, all or none.  @out, the staged reply,
+ * serves as scratch: a segment with a write is not answered.  A global
+ * function, verified once whatever the handler's state.
  */
 __attribute__((noinline))
 int xps_kv_write_through_end(struct xps_stage *out)
 {
+	struct xps_kv_wt_key k = {};
 	struct xps_run *run = xps__run();
+	__u32 zero = 0, i, vlen, reply;
 	struct xps_kv_wt *rec;
 	struct xps_conn *conn;
-	__u32 zero = 0, vlen;
 	__u64 head;
 
 	rec = bpf_map_lookup_elem(&xps_kv_wt_build, &zero);
 	if (!rec || !rec->reply)
 		return 0;
+	reply = rec->reply;
 	if (!out || !run)
 		goto out;
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
 	if (!conn || (conn->flags & XPS_CONN_UNCOUNTED))
 		goto out;
-	vlen = rec->v.len;
-	if (vlen < 1 || vlen > XPS_KV_VALUE_MAX)
-		goto out;
-	head = xps_kv_seal_key(&rec->v.key, vlen | (__u64)rec->v.cgen << 32,
-			       rec->v.version, 0,
-			       xps_kv_seal_s3(rec->v.client_flags,
-					      rec->v.expire_ns,
-					      rec->v.expire_tai_ns));
-	rec->v.sum = xps_stage_copy_sum(out, 0,
-					(const struct xps_stage_chunk *)rec->v.v,
-					vlen, head);
-	if (!bpf_map_update_elem(&xps_kv_wt, &run->cookie, rec, BPF_ANY))
-		conn->wt_reply = rec->reply;
+	k.cookie = run->cookie;
+	for (i = 0; i < XPS_KV_WT_KEYS; i++) {
+		k.idx = i;	/* the counter stays in a register (verifier) */
+		rec = bpf_map_lookup_elem(&xps_kv_wt_build, &k.idx);
+		if (!rec || rec->reply != reply)
+			break;
+		vlen = rec->v.len;
+		if (vlen < 1 || vlen > XPS_KV_VALUE_MAX)
+			goto undo;
+		head = xps_kv_seal_key(&rec->v.key,
+				       vlen | (__u64)rec->v.cgen << 32,
+				       rec->v.version, 0,
+				       xps_kv_seal_s3(rec->v.client_flags,
+						      rec->v.expire_ns,
+						      rec->v.expire_tai_ns));
+		rec->v.sum = xps_stage_copy_sum(out, 0,
+				(const struct xps_stage_chunk *)rec->v.v,
+				vlen, head);
+		if (bpf_map_update_elem(&xps_kv_wt, &k, rec, BPF_ANY))
+			goto undo;
+	}
+	/* a stale record past the last one never matches @reply */
+	conn->wt_reply = reply;
+	goto out;
+undo:
+	xps__wt_forget(run->cookie);
 out:
-	rec->reply = 0;
+	xps_kv_wt_drop();
 	return 0;
 }
 

@@ -194,6 +194,7 @@ struct xps_span {
 
 /* Bytes of parser work area in a result (struct xps_kv_req.ws). */
 #define XPS_KV_WS		96
+#define XPS_KV_PAIRS		4	/* key-value pairs a write-through takes */
 
 /* Parse result shared by the Redis and memcached parsers. */
 struct xps_kv_req {
@@ -217,6 +218,10 @@ struct xps_kv_req {
 	 * live); len 0 otherwise */
 	struct xps_span val;
 	struct xps_span opt[3];
+	/* Redis, a RESP write of an odd count of arguments, 3 to
+	 * 1 + 2 * XPS_KV_PAIRS, all in the buffer: arguments 2, 4, 6... (the
+	 * values of MSET, MSETNX) in mval[0..]; len 0 past them */
+	struct xps_span mval[XPS_KV_PAIRS];
 	/* Not a result: the parsers' work area (argument spans, tokens),
 	 * here rather than on the 512-byte BPF stack that the handler's own
 	 * frames share with the parser's.  Undefined after a parse. */

@@ -709,6 +709,16 @@ XPS_GLOBAL int xps_redis__classify(const struct xps_buf *buf,
 		if (argc == 6)
 			req->opt[2] = args->a[5];
 	}
+	if (!(flags & XPS_F_ALL) && kind == XPS_REQ_INVALIDATE &&
+	    (argc & 1) && argc >= 3 && argc <= 1 + 2 * XPS_KV_PAIRS &&
+	    done == argc && !quoted) {
+		/* MSET, MSETNX: <key> <value> pairs */
+		for (k = 0; k < XPS_KV_PAIRS; k++) {
+			if (2 + 2 * k >= argc)
+				break;
+			req->mval[k] = args->a[2 + 2 * k];
+		}
+	}
 	req->hint = kind;
 	req->flags |= flags;
 	return (int)kind;

@@ -85,16 +85,25 @@ struct xps_kv_arm {
 /*
  * Write-through (docs/coherence.md, "Writes committed by the kernel"): the
  * value a write request will leave, built and sealed by the handler when
- * it passes the write, kept in the framework's xps_kv_wt by socket
- * cookie, and committed into the context's data map (the framework's
- * xps_kv_datas at @slot) by the egress step when the service's reply
- * number @reply is the first reply of a segment and begins with the
- * @expect_len bytes of @expect (Redis "+OK\r\n", memcached
- * "STORED\r\n").  @gen is xps_config.generation when the handler made
- * it: a context changed since commits nothing.  Any other reply, or a
- * reply egress cannot place, drops the record.
+ * it passes the write, kept in the framework's xps_kv_wt by socket cookie
+ * and index (struct xps_kv_wt_key: a write of several keys, MSET, leaves
+ * one record per key, indexes 0 up, all with the same @reply), and
+ * committed into the context's data map (the framework's xps_kv_datas at
+ * @slot) by the egress step when the service's reply number @reply, found
+ * wherever it begins in a segment, begins with the @expect_len bytes of
+ * @expect (Redis "+OK\r\n", memcached "STORED\r\n").  @gen is
+ * xps_config.generation when the handler made it: a context changed since
+ * commits nothing.  Any other reply, or a reply egress cannot place,
+ * drops the records.
  */
-#define XPS_KV_WT_ENTRIES	16384	/* connections with a write pending */
+#define XPS_KV_WT_ENTRIES	16384	/* records of writes pending */
+#define XPS_KV_WT_KEYS		4	/* records of one write, at most */
+
+struct xps_kv_wt_key {
+	__u64 cookie;			/* the connection's socket cookie */
+	__u32 idx;			/* 0 to XPS_KV_WT_KEYS - 1 */
+	__u32 pad;
+};
 
 struct xps_kv_wt {
 	__u32 reply;
@@ -151,6 +160,7 @@ _Static_assert(sizeof(struct xps_kv_value) == 56 + 8 + XPS_KV_KEY_MAX + XPS_KV_V
 	       "xps_kv_value layout");
 _Static_assert(sizeof(struct xps_kv_wt) == 32 + sizeof(struct xps_kv_value),
 	       "xps_kv_wt layout");
+_Static_assert(sizeof(struct xps_kv_wt_key) == 16, "xps_kv_wt_key layout");
 
 #ifndef XPS_KV_INLINE
 #define XPS_KV_INLINE static inline __attribute__((always_inline, unused))

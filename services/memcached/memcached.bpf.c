@@ -223,7 +223,7 @@ static __noinline void mc_write(struct xps_kv_walk *w)
 		a->expire_ns = bpf_ktime_get_ns() + ttl;
 		a->expire_tai_ns = bpf_ktime_get_tai_ns() + ttl;
 	}
-	xps_kv_wt_stamp(w->skb, w->sc, w->cgen, w->hk.hash);
+	xps_kv_wt_stamp(w->skb, w->sc, w->cgen, w->hk.hash, 0);
 }
 
 static long walk_one(__u32 i, void *ctx)

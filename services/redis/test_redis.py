@@ -8,6 +8,7 @@ import sys
 import random
 import shutil
 import signal
+import itertools
 import socket
 import subprocess
 import tempfile
@@ -382,6 +383,61 @@ def test_set_committed_by_the_kernel():
 
 
 @test
+def test_mset_committed_by_the_kernel():
+    """MSET of up to four keys answered +OK, and MSETNX answered :1, are
+    committed by the kernel, all keys or none: each key is its value with
+    no time to live.  MSETNX answered :0 (a key existed, Redis set none)
+    commits nothing; nor does an MSET of five keys, or one that names a
+    key twice (two writes of one key pending)."""
+    r = Redis()
+    try:
+        c = start_serving(r)
+        p0 = cmdcalls(r, "pttl")
+        for n in (1, 2, 3, 4):
+            args = ["MSET"]
+            for i in range(n):
+                args += ["ms:%d:%d" % (n, i), "v%d-%d" % (n, i)]
+            eq(c.call(*args), b"+OK\r\n", "MSET of %d keys" % n)
+            for i in range(n):
+                v = b"v%d-%d" % (n, i)
+                eq(kernel_get(c, "ms:%d:%d" % (n, i), b"$%d\r\n%s\r\n" % (len(v), v)), True,
+                   "the kernel answered key %d of an MSET of %d" % (i, n))
+        eq(cmdcalls(r, "pttl") - p0, 0, "PTTLs the filler asked")
+        # a time to live and a key of another type: MSET drops and replaces them
+        eq(c.call("SET", "ms:ttl", "old", "EX", "100"), b"+OK\r\n", "SET EX")
+        eq(c.call("RPUSH", "ms:list", "x"), b":1\r\n", "RPUSH")
+        eq(c.call("MSET", "ms:ttl", "new", "ms:list", "str"), b"+OK\r\n", "MSET over them")
+        eq(kernel_get(c, "ms:ttl", b"$3\r\nnew\r\n"), True, "the kernel answered an MSET over a TTL")
+        eq(kernel_get(c, "ms:list", b"$3\r\nstr\r\n"), True, "the kernel answered an MSET over a list")
+        eq(c.call("PTTL", "ms:ttl"), b":-1\r\n", "MSET dropped the time to live")
+        # MSETNX: all or none
+        eq(c.call("MSETNX", "ms:nx:a", "1", "ms:nx:b", "2"), b":1\r\n", "MSETNX of new keys")
+        eq(kernel_get(c, "ms:nx:a", b"$1\r\n1\r\n"), True, "the kernel answered MSETNX's first key")
+        eq(kernel_get(c, "ms:nx:b", b"$1\r\n2\r\n"), True, "the kernel answered MSETNX's second key")
+        eq(c.call("MSETNX", "ms:nx:c", "3", "ms:nx:a", "changed"), b":0\r\n", "MSETNX of a key that exists")
+        eq(kernel_get(c, "ms:nx:c", b"$-1\r\n"), False, "the kernel answered a key MSETNX did not set")
+        eq(kernel_get(c, "ms:nx:a", b"$1\r\n1\r\n"), False, "the kernel answered right after a refused MSETNX")
+        # five keys: more than the kernel takes; a key twice
+        args = ["MSET"]
+        for i in range(5):
+            args += ["ms:5:%d" % i, "five"]
+        eq(c.call(*args), b"+OK\r\n", "MSET of 5 keys")
+        eq(kernel_get(c, "ms:5:0", b"$4\r\nfive\r\n"), False, "the kernel answered an MSET of 5 keys")
+        eq(c.call("MSET", "ms:twice", "a", "ms:other", "b", "ms:twice", "c"), b"+OK\r\n", "MSET of a key twice")
+        eq(kernel_get(c, "ms:twice", b"$1\r\nc\r\n"), False, "the kernel answered a key MSET named twice")
+        eq(kernel_get(c, "ms:other", b"$1\r\nb\r\n"), False, "the kernel answered beside a key named twice")
+        # pipelined behind a GET
+        eq(c.pipeline([("GET", "ms:1:0"), ("MSET", "ms:1:0", "p0", "ms:pipe", "p1")]),
+           [b"$4\r\nv1-0\r\n", b"+OK\r\n"], "GET, MSET pipelined")
+        eq(kernel_get(c, "ms:1:0", b"$2\r\np0\r\n"), True, "the kernel answered MSET's value behind a GET")
+        eq(kernel_get(c, "ms:pipe", b"$2\r\np1\r\n"), True, "the kernel answered MSET's second value")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
 def test_set_with_expiry_never_served_past_it():
     """SET ... EX, SET ... PX, SETEX and PSETEX, and SET ... EXAT and
     SET ... PXAT, with NX or XX too, are committed by the kernel with their
@@ -493,30 +549,38 @@ def test_write_through_with_a_reply_held_back():
     """Two writers of one key, one whose +OK Redis cannot send yet (its
     connection does not read): whatever order the two replies leave in,
     the kernel answers a GET only with the value Redis holds, and answers
-    it from the cache once the writes are answered."""
+    it from the cache once the writes are answered.  The writes are SETs,
+    then MSETs of the key and another."""
     r = Redis()
     try:
         c, b = start_serving(r), Client()
-        for first in ("stalled", "other"):
-            key = "wt:k:" + first
+        for form, first in itertools.product(("SET", "MSET"), ("stalled", "other")):
+            key = "wt:k:%s:%s" % (form, first)
+
+            def write(v):
+                if form == "SET":
+                    return ("SET", key, v)
+                return ("MSET", key + ":x", v, key, v)
+
             eq(c.call("SET", key, "old"), b"+OK\r\n", "SET old")
             eq(kernel_get(c, key, b"$3\r\nold\r\n"), True, "%s: old committed" % first)
             a = Stalled(r)
             if first == "stalled":
-                # Redis executes A's SET, then B's: B's value stays
-                a.send("SET", key, "from-a")
-                eq(b.call("SET", key, "from-b"), b"+OK\r\n", "SET from B")
+                # Redis executes A's write, then B's: B's value stays
+                a.send(*write("from-a"))
+                eq(b.call(*write("from-b")), b"+OK\r\n", form + " from B")
                 final = b"from-b"
             else:
-                eq(b.call("SET", key, "from-b"), b"+OK\r\n", "SET from B")
-                a.send("SET", key, "from-a")
+                eq(b.call(*write("from-b")), b"+OK\r\n", form + " from B")
+                a.send(*write("from-a"))
                 final = b"from-a"
             want = b"$%d\r\n%s\r\n" % (len(final), final)
             before = sum(kernel_get(c, key, want) for _ in range(20))
             a.drain(b"+OK\r\n")
             after = sum(kernel_get(c, key, want) for _ in range(20))
-            print("    %s SET's reply held back: Redis holds %s; the kernel answered %d of 20 GETs "
-                  "before the held reply left, %d of 20 after" % (first, final.decode(), before, after))
+            print("    %s %s's reply held back: Redis holds %s; the kernel answered %d of 20 GETs "
+                  "before the held reply left, %d of 20 after"
+                  % (first, form, final.decode(), before, after))
             if first == "other" and before:
                 raise AssertionError("the kernel answered while A's SET was unanswered")
             if after < 15:

@@ -98,6 +98,54 @@ static void test_value_span(void)
 	h_end();
 }
 
+/* The values of an MSET, MSETNX: arguments 2, 4, 6, 8 in mval[]. */
+static void test_pair_spans(void)
+{
+	static const struct {
+		const char *req;
+		const char *vals[XPS_KV_PAIRS];	/* NULL: no span */
+	} cases[] = {
+		{ "*3\r\n$4\r\nMSET\r\n$1\r\na\r\n$2\r\nv1\r\n", { "v1" } },
+		{ "*5\r\n$4\r\nmset\r\n$1\r\na\r\n$2\r\nv1\r\n$1\r\nb\r\n$0\r\n\r\n",
+		  { "v1", "" } },
+		{ "*7\r\n$6\r\nMSETNX\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n"
+		  "$1\r\nc\r\n$3\r\nccc\r\n", { "1", "2", "ccc" } },
+		{ "*9\r\n$4\r\nMSET\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n"
+		  "$1\r\nc\r\n$1\r\n3\r\n$1\r\nd\r\n$4\r\nfour\r\n", { "1", "2", "3", "four" } },
+		/* five pairs: more than a write-through takes */
+		{ "*11\r\n$4\r\nMSET\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n"
+		  "$1\r\nc\r\n$1\r\n3\r\n$1\r\nd\r\n$1\r\n4\r\n$1\r\ne\r\n$1\r\n5\r\n", { NULL } },
+		/* an even count of arguments: an error for Redis */
+		{ "*4\r\n$4\r\nMSET\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n", { NULL } },
+		{ "MSET a 1 b 2\r\n", { NULL } },	/* inline */
+		{ "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", { NULL } },
+	};
+	struct xps_kv_req r;
+	size_t i, j, n;
+	const char *v;
+
+	h_begin("redis parse: the value spans of an MSET, MSETNX");
+	for (i = 0; i < N(cases); i++) {
+		n = strlen(cases[i].req);
+		memset(kv_buf, 0, sizeof(kv_buf));
+		memcpy(kv_buf, cases[i].req, n);
+		xps_redis_parse(kv_buf, n, 0, &r);
+		for (j = 0; j < XPS_KV_PAIRS; j++) {
+			v = cases[i].vals[j];
+			if (!v) {
+				CHECK(r.mval[j].len == 0, "case %zu, value %zu: a span of %u bytes",
+				      i, j, r.mval[j].len);
+				continue;
+			}
+			CHECK(r.mval[j].len == strlen(v) &&
+			      !memcmp(kv_buf + r.mval[j].off, v, r.mval[j].len),
+			      "case %zu, value %zu: span %u+%u", i, j, r.mval[j].off,
+			      r.mval[j].len);
+		}
+	}
+	h_end();
+}
+
 static __u32 redis_fast(const __u8 *buf, __u32 len, struct xps_span *key,
 			__u32 *extra_flags)
 {
@@ -121,6 +169,7 @@ int main(void)
 	kv_run_pipeline("redis", xps_redis_parse, redis_fx, N(redis_fx));
 	test_encoder();
 	test_value_span();
+	test_pair_spans();
 	kv_run_hostile("redis", xps_redis_parse, redis_fx, N(redis_fx), 1,
 		       "*$\r\n0123456789-GETSET abc", 0xff, 1);
 	kv_run_fast("redis", xps_redis_parse, redis_fast, redis_fx, N(redis_fx),
