@@ -119,7 +119,7 @@ struct xps_kv_wt_args {
 	__u64 expect;			/* struct xps_kv_wt */
 	__u64 expire_ns;		/* struct xps_kv_value; 0: never */
 	__u64 expire_tai_ns;
-	struct xps_span val;		/* payload offsets */
+	struct xps_span val;		/* in sc->in (the segment from sc->base) */
 	__u32 expect_len;
 	__u32 client_flags;
 	__u32 pad;
@@ -131,6 +131,13 @@ struct xps_kv_scratch {
 	struct xps_kv_key key;		/* the current key */
 	struct xps_kv_hit hit;		/* what the last lookup found */
 	struct xps_kv_wt_args wt;	/* a write-through's arguments */
+	/*
+	 * The segment's offset of sc->in[0] once the walk moved its window
+	 * (xps_kv_window()); 0 before, when a head carried from the last
+	 * segment may come first (then nothing is committed from it)
+	 */
+	__u32 base;
+	__u32 pad;
 	__u8 hdr[XPS_SCRATCH];		/* memcached: one VALUE line */
 	/* the segment's first bytes; the tail pads key copies (verifier) */
 	__u8 in[XPS_SCRATCH + XPS_KV_KEY_MAX + 8];
@@ -383,13 +390,98 @@ static __always_inline int xps_kv_load(struct xps_kv_walk *w)
 	w->len = n;
 	/* one state for the verifier whether or not a head was carried */
 	w->carry = xps_forget(c);
+	sc->base = 0;
 	return 0;
+}
+
+/*
+ * The segment's offset of sc->in[w->carry] (sc->base): read from the map,
+ * a value the verifier does not follow from one iteration of the walk to
+ * the next.
+ */
+static __always_inline __u32 xps_kv_base(const struct xps_kv_walk *w)
+{
+	return *(volatile __u32 *)&w->sc->base;
 }
 
 /* Whether sc->in holds the segment to its end. */
 static __always_inline int xps_kv_whole(const struct xps_kv_walk *w)
 {
-	return w->len == w->seg_len + w->carry;
+	return xps_kv_base(w) + w->len == w->seg_len + w->carry;
+}
+
+/* The segment's offset of sc->in[@off] (@off >= w->carry). */
+static __always_inline __u32 xps_kv_seg_off(const struct xps_kv_walk *w,
+					    __u32 off)
+{
+	return xps_kv_base(w) + off - w->carry;
+}
+
+/*
+ * A segment longer than sc->in (the walk's window): copy the segment from
+ * the byte sc->in[@off] stands for on into sc->in (@off past the window's
+ * start and the @carry bytes carried, which cannot be copied again; its
+ * byte within the segment's @seg_len).  The bytes now in sc->in, 0 when
+ * none could be copied.  A global function: verified once.
+ */
+__attribute__((noinline))
+__u32 xps_kv_window_load(struct __sk_buff *skb, struct xps_kv_scratch *sc,
+			 __u32 off, __u32 carry, __u32 seg_len)
+{
+	__u32 at, n;
+
+	if (!skb || !sc || !off || off < carry)
+		return 0;
+	at = sc->base + off - carry;
+	if (at >= seg_len)
+		return 0;
+	n = seg_len - at;
+	if (n > XPS_SCRATCH)
+		n = XPS_SCRATCH;
+	barrier_var(n);
+	if (n < 1 || n > XPS_SCRATCH)	/* only for the verifier */
+		return 0;
+	if (xps_load(skb, at, sc->in, n))
+		return 0;
+	sc->base = at;
+	return n;
+}
+
+/*
+ * Move the window to sc->in[@off] (xps_kv_window_load()) and walk on from
+ * its start.  Over TCP only.  0, or -1 when it cannot: the walk then stops
+ * where it is, and what follows counts as a write of every key
+ * (xps_kv_walk_end()).
+ */
+static __always_inline int xps_kv_window(struct xps_kv_walk *w, __u32 off)
+{
+	__u32 n;
+
+	if (w->udp)
+		return -1;
+	n = xps_kv_window_load(w->skb, w->sc, off, w->carry, w->seg_len);
+	if (n < 1 || n > XPS_SCRATCH)
+		return -1;
+	w->carry = xps_forget(0);
+	w->off = 0;
+	w->len = n;
+	return 0;
+}
+
+/*
+ * The walk is at the end of sc->in (w->off >= w->len): returns what a
+ * callback of the walk returns, 1 (done) when the segment ends there too
+ * or the window cannot move on, 0 when it moved (the next iteration
+ * walks it: so the verifier meets a moved window where it meets a new
+ * request, not beside every parse).
+ */
+static __always_inline long xps_kv_at_end(struct xps_kv_walk *w)
+{
+	if (xps_kv_window(w, w->off)) {
+		w->done = 1;
+		return 1;
+	}
+	return 0;
 }
 
 /*
@@ -825,7 +917,7 @@ static __always_inline void xps_kv_wt_drop(void)
 /*
  * Write-through (docs/coherence.md, "Writes committed by the kernel"):
  * the write xps_kv_invalidate() just counted, of the key in sc->key (of
- * hash @hash), leaves the bytes sc->wt.val spans (payload offsets) as the
+ * hash @hash), leaves the bytes sc->wt.val spans (in sc->in) as the
  * key's value, with sc->wt's flags (memcached; its CAS is unknown, 0) and
  * expiry, if the service answers it with the expect_len bytes of
  * sc->wt.expect (struct xps_kv_wt).  Record @idx is stamped here, in the
@@ -891,7 +983,7 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 	vlen = a->val.len;
 	barrier_var(vlen);
 	if (vlen < 1 || vlen > XPS_KV_VALUE_MAX ||
-	    xps_load(skb, a->val.off, rec->v.v, vlen))
+	    xps_load(skb, sc->base + a->val.off, rec->v.v, vlen))
 		return 0;
 	__builtin_memcpy(&rec->v.key, &sc->key, sizeof(rec->v.key));
 	rec->slot = run->slot;
@@ -984,6 +1076,7 @@ static __always_inline void xps_kv_count(struct xps_kv_walk *w)
 static __always_inline long xps_kv_walk_common(struct xps_kv_walk *w, int kind)
 {
 	struct xps_kv_req *req = &w->sc->req;
+	__u32 end;
 
 	switch (kind) {
 	case XPS_REQ_INVALIDATE:
@@ -994,6 +1087,15 @@ static __always_inline long xps_kv_walk_common(struct xps_kv_walk *w, int kind)
 		w->serve = 0;
 		break;
 	case XPS_REQ_INCOMPLETE:
+		/*
+		 * It runs past the window, not (or not known to run) past
+		 * the segment, and may fit in a window: walk on with the
+		 * window moved to it (not when it is at the window's start
+		 * already, or began in a carried head).
+		 */
+		if (!xps_kv_whole(w) && req->req_len <= XPS_SCRATCH &&
+		    !xps_kv_window(w, w->off))
+			return 0;
 		/*
 		 * The request continues in the next segment, and the service
 		 * executes it only then.  A write of keys all known already
@@ -1018,10 +1120,24 @@ static __always_inline long xps_kv_walk_common(struct xps_kv_walk *w, int kind)
 			req->flags &= ~(XPS_F_NOEXP | XPS_F_RELEXP | XPS_F_SETS);
 			xps_kv_invalidate(w);
 		}
-		if (w->cs && req->req_len && xps_kv_whole(w) &&
-		    !(req->flags & XPS_F_TOO_BIG)) {
-			w->cs->skip = w->off + req->req_len - w->len;
-			xps_kv_count(w);
+		if (w->cs && req->req_len) {
+			end = xps_kv_base(w) + w->off + req->req_len - w->carry;
+			if (end < w->seg_len) {
+				/*
+				 * Its data runs past the window, not past the
+				 * segment: counted, the walk goes on after it
+				 */
+				if (!xps_kv_window(w, w->off + req->req_len)) {
+					xps_kv_count(w);
+					return 0;
+				}
+			} else {
+				w->cs->skip = end - w->seg_len;
+				xps_kv_count(w);
+				/* the walk is at the segment's end */
+				w->sc->base = w->seg_len + w->carry - w->len;
+				w->off = w->len;
+			}
 		} else if (xps_kv_whole(w)) {
 			/* its head runs past the segment: the next
 			 * request's start is unknown
@@ -1100,13 +1216,14 @@ static __always_inline int xps_kv_skip(struct xps_kv_walk *w)
 		if ((!(w)->done || !xps_kv_whole(w)) &&			\
 		    !((w)->cs && ((w)->cs->flags & XPS_KV_CONN_CLOSING))) { \
 			if (!(w)->done ||				\
-			    (w)->off < (w)->seg_len + (w)->carry) {	\
+			    xps_kv_base(w) + (w)->off <		\
+			    (w)->seg_len + (w)->carry) {		\
 				xps_kv_write_all(w);			\
 				if ((w)->off < (w)->carry)		\
 					xps_requests_lost((w)->skb);	\
 				else if (xps_requests_counted((w)->skb)) \
 					count_rest((w)->skb, sc, (w)->cs, \
-						   (w)->off - (w)->carry, \
+						   xps_kv_seg_off(w, (w)->off), \
 						   (w)->seg_len);	\
 				if (!xps_requests_counted((w)->skb))	\
 					xps_kv_adrift(w);		\

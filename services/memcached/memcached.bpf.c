@@ -234,10 +234,9 @@ static long walk_one(__u32 i, void *ctx)
 	__u32 k;
 	int kind;
 
-	if (w->off >= w->len) {
-		w->done = 1;
-		return 1;
-	}
+	/* past the window: the segment's end, or the window moves on */
+	if (w->off >= w->len)
+		return xps_kv_at_end(w);
 	kind = xps_mc_parse(w->sc->in, w->len, w->off, req);
 	/*
 	 * One reply per request but noreply ones; quit and watch end the

@@ -241,6 +241,51 @@ def test_set_committed_by_the_kernel():
 
 
 @test
+def test_segments_longer_than_the_window():
+    """A segment longer than the handler's 2 KiB copy is walked whole, the
+    copy moved along it: pipelined sets of named keys (one of a block
+    longer than the copy) invalidate those keys, not the whole cache, and
+    gets longer than the copy are answered by the kernel whole."""
+    m = Memcached()
+    try:
+        start(m)
+        c = m.client()
+        until_kernel_answers(c, b"win:kept", b"kept")
+        for big in (False, True):
+            sets = [(b"win:w%d" % i, (b"%d" % i) * 300) for i in range(10)]
+            if big:
+                sets[4] = (b"win:w4", b"B" * 3000)
+            c.s.sendall(b"".join(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v) for k, v in sets))
+            got = b""
+            while got.count(b"\r\n") < 10:
+                got += c.s.recv(65536)
+            eq(got, b"STORED\r\n" * 10, "ten sets pipelined")
+            eq(kernel_get(c, b"win:kept", b"VALUE win:kept 0 4\r\nkept\r\nEND\r\n"), True,
+               "the kernel answered a key the pipeline did not write (big block: %s)" % big)
+            for k, v in sets:
+                eq(c.get(k), b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (k, len(v), v), "get " + k.decode())
+        # gets of 200-byte keys: about 4 KiB of requests in one segment
+        keys = [b"win:%03d:" % i + b"k" * 192 for i in range(20)]
+        for k in keys:
+            eq(c.set(k, k[:7]), b"STORED\r\n", "set")
+        tx = stats("mc")["tx"]
+        want = b"".join(b"VALUE %s 0 7\r\n%s\r\nEND\r\n" % (k, k[:7]) for k in keys)
+        c.s.sendall(b"".join(b"get %s\r\n" % k for k in keys))
+        got = b""
+        while len(got) < len(want):
+            d = c.s.recv(65536)
+            if not d:
+                break
+            got += d
+        eq(got, want, "twenty gets pipelined")
+        eq(stats("mc")["tx"] - tx, 1, "kernel answers to the segment of twenty gets")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "mc", check=False)
+        m.close()
+
+
+@test
 def test_set_with_expiry_never_served_past_it():
     """set, add, replace and cas with a relative exptime E, answered
     STORED, are committed with a deadline E - 2 s after the handler saw

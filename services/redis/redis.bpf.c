@@ -396,10 +396,9 @@ static long walk_one(__u32 i, void *ctx)
 	__u32 n;
 	int kind;
 
-	if (w->off >= w->len) {
-		w->done = 1;
-		return 1;
-	}
+	/* past the window: the segment's end, or the window moves on */
+	if (w->off >= w->len)
+		return xps_kv_at_end(w);
 	/*
 	 * A pipelined GET is what the single-GET recognizer knows: what
 	 * the full parser would say of it, without its argument walk and

@@ -438,6 +438,43 @@ def test_mset_committed_by_the_kernel():
 
 
 @test
+def test_segments_longer_than_the_window():
+    """A segment longer than the handler's 2 KiB copy is walked whole, the
+    copy moved along it: a pipeline of writes of named keys (one of a
+    value longer than the copy) invalidates those keys, not the whole
+    cache, and a pipeline of GETs longer than the copy is answered by the
+    kernel whole."""
+    r = Redis()
+    try:
+        c = start_serving(r)
+        eq(c.call("SET", "win:kept", "kept"), b"+OK\r\n", "SET")
+        eq(kernel_get(c, "win:kept", b"$4\r\nkept\r\n"), True, "the kernel answered win:kept")
+        for big in (False, True):
+            # ten SETs of 300-byte values, one of 3000 bytes in the middle
+            writes = [("SET", "win:w%d" % i, ("%d" % i) * 300) for i in range(10)]
+            if big:
+                writes[4] = ("SET", "win:w4", "B" * 3000)
+            eq(c.pipeline(writes), [b"+OK\r\n"] * 10, "ten SETs pipelined")
+            eq(kernel_get(c, "win:kept", b"$4\r\nkept\r\n"), True,
+               "the kernel answered a key the pipeline did not write (big value: %s)" % big)
+            for cmd in writes:
+                v = cmd[2].encode()
+                eq(c.call("GET", cmd[1]), b"$%d\r\n%s\r\n" % (len(v), v), "GET " + cmd[1])
+        # GETs of 120-byte keys: about 2.8 KiB of requests in one segment
+        keys = ["win:%03d:" % i + "k" * 112 for i in range(20)]
+        for k in keys:
+            eq(c.call("SET", k, k[:7]), b"+OK\r\n", "SET")
+        tx = stats("redis")["tx"]
+        got = c.pipeline([("GET", k) for k in keys])
+        eq(got, [b"$7\r\n%s\r\n" % k[:7].encode() for k in keys], "twenty GETs pipelined")
+        eq(stats("redis")["tx"] - tx, 1, "kernel answers to the segment of twenty GETs")
+        c.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
 def test_set_with_expiry_never_served_past_it():
     """SET ... EX, SET ... PX, SETEX and PSETEX, and SET ... EXAT and
     SET ... PXAT, with NX or XX too, are committed by the kernel with their
