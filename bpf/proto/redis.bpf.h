@@ -890,8 +890,16 @@ XPS_GLOBAL int xps_redis__parse_inline(const struct xps_buf *buf, __u32 len,
 		argc += stop;
 		in_arg = (in_arg & (sep ^ 1)) | start;
 	}
-	if (nul)
+	if (nul) {
+		/*
+		 * Redis looks for the line's end with strchr(), which stops
+		 * at the NUL: the line never ends, and nothing of it or
+		 * after it executes (until the buffer passes 64 KiB: a
+		 * protocol error, and the connection is closed).
+		 */
+		req->flags |= XPS_F_CLOSES;
 		goto bad;
+	}
 	if (!end) {
 		if (len - off >= XPS_REDIS_INLINE_MAX)
 			req->flags |= XPS_F_TOO_BIG;

@@ -888,7 +888,8 @@ def test_protocol_errors_cost_no_cache():
     request dropped every cached value), and a SET sent behind it, which
     Redis never executes, changes nothing.  A long negative count, which
     Redis takes for an empty array and goes on, is a write of every key:
-    the SET behind it is never served stale."""
+    the SET behind it is never served stale.  An inline line with a NUL
+    never ends for Redis, which executes nothing after it: the same."""
     r = Redis()
     try:
         c = start_serving(r)
@@ -907,6 +908,20 @@ def test_protocol_errors_cost_no_cache():
             w.close()
             eq(kernel_get(c, "pe:k", b"$3\r\nold\r\n"), True,
                "the kernel answered pe:k after %r" % bad)
+        # an inline line with a NUL never ends for Redis (strchr()): it
+        # answers nothing more on the connection and executes nothing
+        w = Client()
+        w.c.sendall(resp(b"GET", b"pe:k") + b"GET a\0b\r\n" + resp(b"SET", b"pe:k", b"new"))
+        rep, w.buf = read_reply(w.c, w.buf)
+        eq(rep, b"$3\r\nold\r\n", "GET before an inline NUL")
+        w.c.settimeout(0.5)
+        try:
+            more = w.c.recv(100)
+        except socket.timeout:
+            more = None
+        eq(more, None, "Redis's answer after an inline NUL")
+        eq(kernel_get(c, "pe:k", b"$3\r\nold\r\n"), True, "the kernel answered pe:k after an inline NUL")
+        w.close()
         # Redis takes a count of 19 digits below zero for an empty array
         w = Client()
         w.c.sendall(b"*-1234567890123456789\r\n" + resp(b"SET", b"pe:k", b"new"))

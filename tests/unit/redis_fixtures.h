@@ -283,8 +283,9 @@ static const struct fx redis_fx[] = {
 	  .kind = XPS_REQ_MALFORMED, .noflags = XPS_F_CLOSES, .req_len = ANY, .hint = -1, .nkeys = -1 },
 	{ .desc = "huge digits", REQ("*1\r\n$99999999999999999999999\r\n"),
 	  .kind = XPS_REQ_MALFORMED, .flags = XPS_F_CLOSES, .req_len = ANY, .hint = -1, .nkeys = -1 },
+	/* strchr() stops at the NUL: the line never ends for Redis */
 	{ .desc = "inline NUL", REQ("GET a\0b\r\n"),
-	  .kind = XPS_REQ_MALFORMED, .noflags = XPS_F_CLOSES, .req_len = ANY, .hint = -1, .nkeys = -1 },
+	  .kind = XPS_REQ_MALFORMED, .flags = XPS_F_CLOSES, .req_len = ANY, .hint = -1, .nkeys = -1 },
 	{ .desc = "inline quoted name", REQ("\"SET\" k v\r\n"),
 	  .kind = XPS_REQ_MALFORMED, .noflags = XPS_F_CLOSES, .req_len = ANY, .hint = -1,
 	  .nkeys = -1 },
