@@ -443,7 +443,8 @@ def test_segments_longer_than_the_window():
     copy moved along it: a pipeline of writes of named keys (one of a
     value longer than the copy) invalidates those keys, not the whole
     cache, and a pipeline of GETs longer than the copy is answered by the
-    kernel whole."""
+    kernel whole.  A SET of 10 KB sent in 1000-byte segments leaves its
+    connection served (its length is known from its first segment)."""
     r = Redis()
     try:
         c = start_serving(r)
@@ -460,6 +461,18 @@ def test_segments_longer_than_the_window():
             for cmd in writes:
                 v = cmd[2].encode()
                 eq(c.call("GET", cmd[1]), b"$%d\r\n%s\r\n" % (len(v), v), "GET " + cmd[1])
+        # a SET of 10 KB in 1000-byte segments: its length known from
+        # the first, the rest skipped; the connection is served after it
+        m = socket.socket()
+        m.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 1000)
+        m.connect(("127.0.0.1", r.port))
+        mc = Client.__new__(Client)
+        mc.c, mc.buf = m, b""
+        m.settimeout(5)
+        eq(mc.call("SET", "win:big", "b" * 10000), b"+OK\r\n", "SET of 10 KB in small segments")
+        eq(kernel_get(mc, "win:kept", b"$4\r\nkept\r\n"), True,
+           "the kernel answered on the connection after a SET of 10 KB in small segments")
+        mc.close()
         # GETs of 120-byte keys: about 2.8 KiB of requests in one segment
         keys = ["win:%03d:" % i + "k" * 112 for i in range(20)]
         for k in keys:
