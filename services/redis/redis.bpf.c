@@ -65,16 +65,38 @@ static __always_inline int stage_bulk(struct xps_kv_walk *w,
 }
 
 /*
- * xps_redis_parse_get() of the request at @off of sc->in into
- * sc->req.keys[0]: a global function, verified once (inlined in the
- * walk's callback, it took the verifier past its limit).
+ * The requests a walk meets most, known without the general parser's
+ * argument walk and number parser: a GET of a key the cache may hold
+ * (xps_redis_parse_get()) or a plain SET (xps_redis_parse_set()) at @off
+ * of sc->in, sc->req left as xps_redis_parse() would leave it.  Returns
+ * the request's length, 0 when the parser must decide.  A global
+ * function, verified once (inlined in the walk's callback, it took the
+ * verifier past its limit).
  */
 __attribute__((noinline))
-__u32 xps_redis_get_at(struct xps_kv_scratch *sc, __u32 len, __u32 off)
+__u32 xps_redis_fast_at(struct xps_kv_scratch *sc, __u32 len, __u32 off)
 {
-	if (!sc)
+	struct xps_kv_req *req;
+	__u32 n;
+
+	if (!sc || off >= XPS_SCRATCH - 1)
 		return 0;
-	return xps_redis_parse_get(sc->in, len, off, &sc->req.keys[0]);
+	req = &sc->req;
+	/* the argument count tells which one it may be */
+	switch (sc->in[off + 1]) {
+	case '2':
+		n = xps_redis_parse_get(sc->in, len, off, &req->keys[0]);
+		if (!n || req->keys[0].len > REDIS_KEY_MAX)
+			return 0;
+		req->kind = XPS_REQ_SERVE;
+		req->flags = 0;
+		req->req_len = n;
+		req->nkeys = 1;
+		return n;
+	case '3':
+		return xps_redis_parse_set(sc->in, len, off, req);
+	}
+	return 0;
 }
 
 /* Whether the 2 bytes at @o of @in are @c0 @c1, in any case. */
@@ -399,18 +421,9 @@ static long walk_one(__u32 i, void *ctx)
 	/* past the window: the segment's end, or the window moves on */
 	if (w->off >= w->len)
 		return xps_kv_at_end(w);
-	/*
-	 * A pipelined GET is what the single-GET recognizer knows: what
-	 * the full parser would say of it, without its argument walk and
-	 * number parser.
-	 */
-	n = xps_redis_get_at(w->sc, w->len, w->off);
-	if (n && req->keys[0].len <= REDIS_KEY_MAX) {
-		req->kind = XPS_REQ_SERVE;
-		req->flags = 0;
-		req->req_len = n;
-		req->nkeys = 1;
-		kind = XPS_REQ_SERVE;
+	/* a GET or a plain SET: what the parser would say, sooner */
+	if (xps_redis_fast_at(w->sc, w->len, w->off)) {
+		kind = req->kind;
 	} else {
 		kind = xps_redis_parse(w->sc->in, w->len, w->off, req);
 		kind = unknown_refused(w, kind);

@@ -162,6 +162,134 @@ static const char *const redis_must[] = {
 	NULL,
 };
 
+/*
+ * The fast SET recognizer (xps_redis_parse_set()) must leave the request
+ * exactly as the parser does, every field but the work area, whenever it
+ * recognizes one: checked on every fixture cut at every length, on SETs it
+ * must know, and on mutations of them at every offset.
+ */
+static const char *const redis_set_must[] = {
+	"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nhello\r\n",
+	"*3\r\n$3\r\nset\r\n$1\r\nk\r\n$0\r\n\r\n",
+	"*3\r\n$3\r\nsEt\r\n$16\r\nkey:000000000042\r\n$10\r\n0123\r\n6789\r\n",
+	NULL,
+};
+
+/* Requests it must leave to the parser (some of which Redis refuses). */
+static const char *const redis_set_never[] = {
+	"*3\r\n$3\r\nSET\r\n$03\r\nkey\r\n$5\r\nhello\r\n",
+	"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$05\r\nhello\r\n",
+	"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$00\r\n\r\n",
+	"*3\r\n$3\r\nSET\r\n$0\r\n\r\n$5\r\nhello\r\n",
+	"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$-1\r\n",
+	"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\rXhello\r\n",
+	"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nhello\rX",
+	"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nhello\r\n",	/* cut */
+	"*3\r\n$3\r\nSEX\r\n$3\r\nkey\r\n$5\r\nhello\r\n",
+	"*4\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nhello\r\n$2\r\nNX\r\n",
+	NULL,
+};
+
+static void fast_set_one(const __u8 *buf, __u32 len, const char *what,
+			 __u32 *hits)
+{
+	struct xps_kv_req f, r;
+	__u32 n;
+	int k;
+
+	memset(&f, 0xa5, sizeof(f));
+	n = xps_redis_parse_set(buf, len, 0, &f);
+	if (!n)
+		return;
+	(*hits)++;
+	memset(&r, 0x5a, sizeof(r));
+	k = xps_redis_parse(buf, len, 0, &r);
+	CHECK(k == XPS_REQ_INVALIDATE && r.req_len == n &&
+	      !memcmp(&f, &r, offsetof(struct xps_kv_req, ws)),
+	      "%s: fast says SET of %u bytes (key %u+%u, value %u+%u), parser says kind %d, %u bytes, key %u+%u, value %u+%u, flags %#x",
+	      what, n, f.keys[0].off, f.keys[0].len, f.val.off, f.val.len, k,
+	      r.req_len, r.keys[0].off, r.keys[0].len, r.val.off, r.val.len,
+	      r.flags);
+}
+
+static void test_fast_set(void)
+{
+	static const char alphabet[] = "*$\r\n0123456789SETset \x00\x80";
+	static const char get[] = "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+	static __u8 a[XPS_SCRATCH];
+	unsigned seed = 4242;
+	__u32 hits = 0, i, it, len, vlen;
+	char big[1300];
+	size_t f;
+
+	h_begin("redis fast SET agrees with the parser");
+	for (i = 0; redis_set_must[i]; i++) {
+		len = strlen(redis_set_must[i]);
+		h_load(a, 0, redis_set_must[i], len, 0x5a);
+		CHECK(xps_redis_parse_set(a, len, 0, &(struct xps_kv_req){}) == len,
+		      "not recognized: %s", redis_set_must[i]);
+		fast_set_one(a, len, redis_set_must[i], &hits);
+		/* at an offset, as a pipeline's later request */
+		h_load(a, 0, get, strlen(get), 0x5a);
+		memcpy(a + strlen(get), redis_set_must[i], len);
+		CHECK(xps_redis_parse_set(a, strlen(get) + len, strlen(get),
+					  &(struct xps_kv_req){}) == len,
+		      "not recognized after a GET: %s", redis_set_must[i]);
+	}
+	for (i = 0; redis_set_never[i]; i++) {
+		len = strlen(redis_set_never[i]) - (i == 7);
+		h_load(a, 0, redis_set_never[i], len, 0x5a);
+		CHECK(!xps_redis_parse_set(a, len, 0, &(struct xps_kv_req){}),
+		      "recognized: %s", redis_set_never[i]);
+	}
+	/* a key of 1000 bytes: four digits */
+	len = snprintf(big, sizeof(big), "*3\r\n$3\r\nSET\r\n$1000\r\n");
+	memset(big + len, 'k', 1000);
+	memcpy(big + len + 1000, "\r\n$1\r\nv\r\n", 9);
+	len += 1009;
+	h_load(a, 0, big, len, 0x5a);
+	CHECK(!xps_redis_parse_set(a, len, 0, &(struct xps_kv_req){}),
+	      "a key of 1000 bytes recognized");
+	/* values of every length class, up to four digits */
+	for (vlen = 0; vlen < 1200; vlen += vlen < 12 ? 1 : 97) {
+		int n = snprintf(big, sizeof(big), "*3\r\n$3\r\nSET\r\n$2\r\nkk\r\n$%u\r\n", vlen);
+
+		memset(big + n, 'v', vlen);
+		memcpy(big + n + vlen, "\r\n", 2);
+		len = n + vlen + 2;
+		h_load(a, 0, big, len, 0x5a);
+		CHECK(xps_redis_parse_set(a, len, 0, &(struct xps_kv_req){}) == len,
+		      "a value of %u bytes not recognized", vlen);
+		fast_set_one(a, len, "value length", &hits);
+		/* cut short: never a SET */
+		CHECK(!xps_redis_parse_set(a, len - 1, 0, &(struct xps_kv_req){}),
+		      "a value of %u bytes cut short recognized", vlen);
+	}
+	for (f = 0; f < N(redis_fx); f++) {
+		for (len = 0; len <= redis_fx[f].req_n; len++) {
+			h_load(a, 0, redis_fx[f].req, len, 0x5a);
+			fast_set_one(a, len, redis_fx[f].desc, &hits);
+		}
+	}
+	for (it = 0; it < 200000; it++) {
+		const char *src = redis_set_must[it % 3];
+
+		len = strlen(src);
+		h_load(a, 0, src, len, 0);
+		for (i = 0; i < 2; i++) {
+			seed = seed * 1103515245 + 12345;
+			a[(seed >> 8) % len] = (it & 1) ? (__u8)(seed >> 20) :
+				(__u8)alphabet[(seed >> 16) % (sizeof(alphabet) - 1)];
+		}
+		seed = seed * 1103515245 + 12345;
+		if (it % 5 == 0)
+			len -= (seed >> 8) % len;
+		fast_set_one(a, len, "mutated", &hits);
+	}
+	CHECK(hits > 1000, "only %u inputs recognized: the test proves little", hits);
+	h_end();
+}
+
 int main(void)
 {
 	kv_run_table("redis", xps_redis_parse, redis_fx, N(redis_fx));
@@ -174,5 +302,6 @@ int main(void)
 		       "*$\r\n0123456789-GETSET abc", 0xff, 1);
 	kv_run_fast("redis", xps_redis_parse, redis_fast, redis_fx, N(redis_fx),
 		    redis_must, "*$\r\n0123456789GETget \x00\x80");
+	test_fast_set();
 	return h_summary("test_redis");
 }
