@@ -63,11 +63,16 @@ static __always_inline void egress_release(struct __sk_buff *skb,
  * bytes before conn->eg_seq were accounted for already (retransmissions);
  * the first conn->kr_bytes after it are replies from the kernel; the rest
  * are the service's, fed to the reply framing of the connection's
- * protocol, one byte at a time but for the data it can skip unread.
+ * protocol, one byte at a time but for the data it can skip unread and
+ * the bytes it only waits past (eg_scan()).
  */
 #define XPS_EG_WIN	64
 /* bpf_loop iterations per segment: a 64 KiB GSO segment of short values */
 #define XPS_EG_STEPS	(1 << 18)
+
+struct eg_win {
+	__u8 b[XPS_EG_WIN];
+} __attribute__((aligned(8)));
 
 struct eg_walk {
 	struct __sk_buff *skb;
@@ -79,8 +84,59 @@ struct eg_walk {
 	__u32 wt;		/* the reply a write-through waits for */
 	__u32 wt_at;		/* where it begins in the skb, 0: not here */
 	int lost;
-	__u8 win[XPS_EG_WIN];
+	struct eg_win win;
 };
+
+/*
+ * How many bytes from @o on, before @end (<= XPS_EG_WIN), of the window
+ * @win the framing may pass over in the wait xps_reply_scan() said is
+ * @scan: up to the first byte that ends it, whole words at a time where
+ * the window allows (an HTTP response head is mostly header values no
+ * count depends on).  A global function, verified once: inline in the
+ * walk's callback, its loops took the verifier past its limit.
+ */
+__attribute__((noinline))
+__u32 xps_eg_scan(const struct eg_win *win, __u32 o, __u32 end, int scan)
+{
+	const __u64 ones = 0x0101010101010101ULL;
+	const __u64 high = 0x8080808080808080ULL;
+	__u32 from = o, i;
+	__u64 x, t;
+
+	if (!win || end > XPS_EG_WIN)
+		return 0;
+	/* bytes up to a word boundary of the window */
+	for (i = 0; i < 7; i++) {
+		if (!(o & 7) || o >= end)
+			break;
+		if (xps_reply_scan_end(scan, win->b[o & (XPS_EG_WIN - 1)]))
+			return o - from;
+		o++;
+	}
+	/* words with none of the bytes that end the wait */
+	for (i = 0; i < XPS_EG_WIN / 8; i++) {
+		if (o + 8 > end)
+			break;
+		x = *(const __u64 *)&win->b[o & (XPS_EG_WIN - 8)];
+		t = x ^ ('\n' * ones);
+		t = (t - ones) & ~t & high;
+		if (scan & XPS_RB_SCAN_COLON) {
+			x ^= ':' * ones;
+			t |= (x - ones) & ~x & high;
+		}
+		if (t)
+			break;
+		o += 8;
+	}
+	/* the word that holds one, or the window's last bytes */
+	for (i = 0; i < 8; i++) {
+		if (o >= end ||
+		    xps_reply_scan_end(scan, win->b[o & (XPS_EG_WIN - 1)]))
+			break;
+		o++;
+	}
+	return o - from;
+}
 
 static long eg_step(__u32 i, void *ctx)
 {
@@ -88,7 +144,7 @@ static long eg_step(__u32 i, void *ctx)
 	struct xps_conn *conn = w->conn;
 	struct xps_reply *rp = &conn->rp;
 	__u32 left, k, nobody;
-	int r;
+	int r, scan;
 	__u8 c;
 
 	if (w->off >= w->end)
@@ -108,14 +164,25 @@ static long eg_step(__u32 i, void *ctx)
 			barrier_var(k);
 			if (k < 1 || k > XPS_EG_WIN)	/* only for the verifier */
 				return 1;
-			if (bpf_skb_load_bytes(w->skb, w->off, w->win, k)) {
+			if (bpf_skb_load_bytes(w->skb, w->off, w->win.b, k)) {
 				w->lost = 1;
 				return 1;
 			}
 			w->wlen = k;
 			w->woff = 0;
 		}
-		c = w->win[w->woff & (XPS_EG_WIN - 1)];
+		scan = xps_reply_scan(rp);
+		if (scan) {
+			k = xps_eg_scan(&w->win, w->woff, w->wlen, scan);
+			/* no further than the window: the verifier's bounds */
+			if (k && k <= w->wlen - w->woff) {
+				xps_reply_pass(rp, k);
+				w->woff += k;
+				w->off += k;
+				return 0;
+			}
+		}
+		c = w->win.b[w->woff & (XPS_EG_WIN - 1)];
 		w->woff++;
 		w->off++;
 		/* a reply begins that no request asked for */

@@ -702,4 +702,54 @@ XPS_INLINE int xps_reply_idle(const struct xps_reply *r)
 	return 1;
 }
 
+/*
+ * Bytes the machine, in its present state, only waits past: 0 when every
+ * byte matters; else which bytes end the wait (XPS_RB_SCAN_LF: '\n';
+ * XPS_RB_SCAN_COLON: ':' too).  The bytes before the first of them may be
+ * passed over with xps_reply_pass() instead of fed one at a time: the
+ * same state results (an HTTP header the framing ignores, its name once
+ * it is neither Content-Length nor Transfer-Encoding, the status line's
+ * reason phrase, a chunk extension, a trailer line).
+ */
+#define XPS_RB_SCAN_LF		1
+#define XPS_RB_SCAN_COLON	2
+
+XPS_INLINE int xps_reply_scan(const struct xps_reply *r)
+{
+	if (r->proto != XPS_REPLY_HTTP || r->skip)
+		return 0;
+	switch (r->st) {
+	case XPS_HTTP_R_SKIP:
+	case XPS_HTTP_R_CHUNK_EXT:
+	case XPS_HTTP_R_TRAILER_LINE:
+		return XPS_RB_SCAN_LF;
+	case XPS_HTTP_R_STATUS:
+		/* past "HTTP/", the space and the three digits */
+		return (r->flags & XPS_HTTP_R_SP) && r->aux >= 3 &&
+		       r->pos >= 5 ? XPS_RB_SCAN_LF : 0;
+	case XPS_HTTP_R_NAME:
+		return r->aux ? 0 : XPS_RB_SCAN_LF | XPS_RB_SCAN_COLON;
+	}
+	return 0;
+}
+
+/*
+ * Pass over @n bytes that xps_reply_scan() said end no wait: what feeding
+ * them one at a time would change, the position the two states that count
+ * one keep.
+ */
+XPS_INLINE void xps_reply_pass(struct xps_reply *r, __u32 n)
+{
+	__u32 p = r->pos + n;
+
+	if (r->st == XPS_HTTP_R_STATUS || r->st == XPS_HTTP_R_NAME)
+		r->pos = p < 0xffff ? p : 0xffff;
+}
+
+/* Whether the byte @c ends a wait xps_reply_scan() said is @scan. */
+XPS_INLINE int xps_reply_scan_end(int scan, __u8 c)
+{
+	return c == '\n' || ((scan & XPS_RB_SCAN_COLON) && c == ':');
+}
+
 #endif /* __XPS_PROTO_REPLY_BPF_H */

@@ -5,7 +5,9 @@
  * point, the rest is the stream.  Beyond "no crash" under ASan/UBSan: the
  * replies end at the same bytes (and the stream fails at the same byte)
  * whether it arrives whole, split at the chosen point, or one byte at a
- * time; no reply ends inside data the framing was told to skip.
+ * time, and whether the bytes the framing only waits past are passed over
+ * (as egress does) or fed one by one; no reply ends inside data the
+ * framing was told to skip.
  */
 #include <assert.h>
 #include <stdint.h>
@@ -21,18 +23,18 @@ struct run {
 };
 
 static void feed(const uint8_t *b, size_t len, size_t seg, int proto,
-		 int nobody, struct run *r)
+		 int nobody, struct run *r, int scan)
 {
 	r->err_at = 0;
-	r->n = reply_feed(b, len, seg, proto, nobody, r->ends, MAX_ENDS,
-			  &r->err_at);
+	r->n = reply_feed_how(b, len, seg, proto, nobody, r->ends, MAX_ENDS,
+			      &r->err_at, scan);
 	if (r->n > MAX_ENDS)
 		r->n = MAX_ENDS;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct run whole, split, bytes;
+	static struct run whole, split, bytes, fed;
 	int proto, nobody;
 	size_t cut;
 
@@ -43,16 +45,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cut = data[1] + 1;
 	data += 2;
 	size -= 2;
-	feed(data, size, 0, proto, nobody, &whole);
-	feed(data, size, cut, proto, nobody, &split);
-	feed(data, size, 1, proto, nobody, &bytes);
-	assert(whole.n == split.n && whole.n == bytes.n);
+	feed(data, size, 0, proto, nobody, &whole, 1);
+	feed(data, size, cut, proto, nobody, &split, 1);
+	feed(data, size, 1, proto, nobody, &bytes, 1);
+	feed(data, size, 0, proto, nobody, &fed, 0);
+	assert(whole.n == split.n && whole.n == bytes.n && whole.n == fed.n);
 	if (whole.n < 0) {
 		assert(whole.err_at == split.err_at &&
-		       whole.err_at == bytes.err_at);
+		       whole.err_at == bytes.err_at && whole.err_at == fed.err_at);
 		return 0;
 	}
 	assert(!memcmp(whole.ends, split.ends, whole.n * sizeof(size_t)));
 	assert(!memcmp(whole.ends, bytes.ends, whole.n * sizeof(size_t)));
+	assert(!memcmp(whole.ends, fed.ends, whole.n * sizeof(size_t)));
 	return 0;
 }

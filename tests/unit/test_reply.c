@@ -18,11 +18,28 @@ struct rcase {
 	int err;		/* the stream cannot be framed */
 };
 
+/*
+ * As egress feeds a stream (reply_feed()), checked against feeding every
+ * byte: the same replies end at the same bytes, or both give up at the
+ * same byte.
+ */
 static int feed(const struct rcase *c, size_t len, size_t seg, size_t *ends,
 		int max_ends)
 {
-	return reply_feed((const unsigned char *)c->bytes, len, seg, c->proto,
-			  c->nobody, ends, max_ends, NULL);
+	size_t e1 = 0, e2 = 0, ends2[64];
+	int n, n2, i;
+
+	n = reply_feed((const unsigned char *)c->bytes, len, seg, c->proto,
+		       c->nobody, ends, max_ends, &e1);
+	n2 = reply_feed_how((const unsigned char *)c->bytes, len, seg,
+			    c->proto, c->nobody, ends2, 64, &e2, 0);
+	CHECK(n == n2 && (n >= 0 || e1 == e2),
+	      "%zu bytes in segments of %zu: %d replies (error at %zu) passing over what the framing waits past, %d (%zu) byte by byte",
+	      len, seg, n, e1, n2, e2);
+	for (i = 0; i < n && i < n2 && i < max_ends && i < 64; i++)
+		CHECK(ends[i] == ends2[i], "segments of %zu: reply %d ends at %zu, byte by byte at %zu",
+		      seg, i, ends[i], ends2[i]);
+	return n;
 }
 
 /* The replies of @c end exactly where the stream split at each of them. */
@@ -281,6 +298,19 @@ int main(void)
 	check_parts("http: HEAD has no body", XPS_REPLY_HTTP, 1,
 		    PARTS("HTTP/1.1 200 OK\r\nContent-Length: 615\r\n\r\n",
 			  "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n"));
+	/* names that begin as the two that matter, but are not them; a
+	 * long reason phrase, a header with a colon in its value */
+	check_parts("http: names like Content-Length, long lines", XPS_REPLY_HTTP,
+		    0, PARTS("HTTP/1.1 200 Quite a Long Reason Phrase, Indeed\r\n"
+			     "Content-Lenxth: 77\r\nContent-Lengths: 78\r\n"
+			     "Content-Lengt: 79\r\nTransfer-Encodinx: gzip\r\n"
+			     "Date: Sat, 28 Nov 2026 20:00:00 GMT\r\n"
+			     "X-Long: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+			     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n"
+			     "Content-Length: 3\r\n\r\nabc",
+			     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+			     "3;name=value:with:colons\r\nabc\r\n0\r\n"
+			     "X-Trailer-Long-Name: a:b:c\r\n\r\n"));
 	check_err("http: body delimited by close", XPS_REPLY_HTTP,
 		  "HTTP/1.1 200 OK\r\nServer: x\r\n\r\nbody", 0);
 	check_err("http: switching protocols", XPS_REPLY_HTTP,
