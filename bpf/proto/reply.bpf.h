@@ -6,8 +6,10 @@
  * (nats.bpf.h: messages, none of them answering the other side).  The
  * framework feeds every byte a connection sends, in stream order,
  * through xps_reply_byte() (or passes over xps_reply.skip bytes unread
- * and calls xps_reply_skipped()), and counts the replies that end against
- * the requests the handler passed (docs/ordering.md).
+ * and calls xps_reply_skipped(), or passes over the bytes before the one
+ * xps_reply_scan() says the machine waits for, with xps_reply_pass()),
+ * and counts the replies that end against the requests the handler
+ * passed (docs/ordering.md).
  *
  * The one property that matters: a reply is never reported complete before
  * its last byte.  Anything these parsers do not model exactly (a reply type
