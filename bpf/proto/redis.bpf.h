@@ -1063,57 +1063,6 @@ XPS_INLINE int xps_redis_encode_bulk(__u8 *dst, const __u8 *val, __u32 vlen)
 }
 
 /*
- * The request the fast path answers most, recognized without the general
- * parser: "*2\r\n$3\r\nGET\r\n$<n>\r\n<key>\r\n" (GET in any case, n of one
- * to three digits without a leading zero), starting at @off.  Returns its
- * length and the key's span, or 0: xps_redis_parse() then decides.  Only
- * ever stricter than xps_redis_parse(): when this returns a length, the
- * parser returns XPS_REQ_SERVE at @off with that length, that one key and
- * no flag (tests/unit/test_redis.c checks it on every fixture and on
- * random input).
- */
-XPS_INLINE __u32 xps_redis_parse_get(const __u8 *buf, __u32 len, __u32 off,
-				     struct xps_span *key)
-{
-	__u32 i, p, n, d, end;
-	__u64 diff = 0;
-
-	if (len > XPS_SCRATCH || off >= len || len - off < 20)
-		return 0;
-#define XPS__RG(i, c)	(diff |= XPS_AT(buf, off + (i)) ^ (__u8)(c))
-	XPS__RG(0, '*'); XPS__RG(1, '2'); XPS__RG(2, '\r'); XPS__RG(3, '\n');
-	XPS__RG(4, '$'); XPS__RG(5, '3'); XPS__RG(6, '\r'); XPS__RG(7, '\n');
-	/* the letters of GET in either case */
-	diff |= (XPS_AT(buf, off + 8) | 0x20) ^ 'g';
-	diff |= (XPS_AT(buf, off + 9) | 0x20) ^ 'e';
-	diff |= (XPS_AT(buf, off + 10) | 0x20) ^ 't';
-	XPS__RG(11, '\r'); XPS__RG(12, '\n'); XPS__RG(13, '$');
-#undef XPS__RG
-	if (diff)
-		return 0;
-	p = off + 14;
-	n = 0;
-	for (i = 0; i < 4; i++) {
-		d = (__u32)XPS_AT(buf, p + i) - '0';
-		if (d > 9)
-			break;
-		if (i == 3 || (i == 0 && d == 0))
-			return 0;
-		n = n * 10 + d;
-	}
-	if (!i || XPS_AT(buf, p + i) != '\r' || XPS_AT(buf, p + i + 1) != '\n')
-		return 0;
-	p += i + 2;
-	end = p + n + 2;
-	if (end > len || XPS_AT(buf, p + n) != '\r' ||
-	    XPS_AT(buf, p + n + 1) != '\n')
-		return 0;
-	key->off = (__u16)p;
-	key->len = (__u16)n;
-	return end - off;
-}
-
-/*
  * "<n>\r\n" at @p of @buf, n of one to @maxd digits without a leading zero
  * (but "0" itself when @zero_ok): n, and in *@next the byte after the
  * CRLF; -1 otherwise.  Reads at most @maxd + 2 bytes from @p, whatever
@@ -1141,6 +1090,60 @@ XPS_INLINE __s32 xps_redis__small(const __u8 *buf, __u32 p, __u32 maxd,
 }
 
 /*
+ * Whether "*<@argc>\r\n$3\r\n<name>\r\n$" starts at @off of @buf, the
+ * name's three letters @c0 @c1 @c2 (lower case) in either case: the head
+ * of the requests the fast recognizers know.  Reads 14 bytes from @off,
+ * whatever the buffer's length (as xps_redis__small()).
+ */
+XPS_INLINE int xps_redis__head3(const __u8 *buf, __u32 off, char argc,
+				char c0, char c1, char c2)
+{
+	__u64 diff = 0;
+
+#define XPS__RH(i, c)	(diff |= XPS_AT(buf, off + (i)) ^ (__u8)(c))
+	XPS__RH(0, '*'); XPS__RH(1, argc); XPS__RH(2, '\r'); XPS__RH(3, '\n');
+	XPS__RH(4, '$'); XPS__RH(5, '3'); XPS__RH(6, '\r'); XPS__RH(7, '\n');
+	diff |= (XPS_AT(buf, off + 8) | 0x20) ^ (__u8)c0;
+	diff |= (XPS_AT(buf, off + 9) | 0x20) ^ (__u8)c1;
+	diff |= (XPS_AT(buf, off + 10) | 0x20) ^ (__u8)c2;
+	XPS__RH(11, '\r'); XPS__RH(12, '\n'); XPS__RH(13, '$');
+#undef XPS__RH
+	return !diff;
+}
+
+/*
+ * The request the fast path answers most, recognized without the general
+ * parser: "*2\r\n$3\r\nGET\r\n$<n>\r\n<key>\r\n" (GET in any case, n of one
+ * to three digits without a leading zero), starting at @off.  Returns its
+ * length and the key's span, or 0: xps_redis_parse() then decides.  Only
+ * ever stricter than xps_redis_parse(): when this returns a length, the
+ * parser returns XPS_REQ_SERVE at @off with that length, that one key and
+ * no flag (tests/unit/test_redis.c checks it on every fixture and on
+ * random input).
+ */
+XPS_INLINE __u32 xps_redis_parse_get(const __u8 *buf, __u32 len, __u32 off,
+				     struct xps_span *key)
+{
+	__u32 p, end;
+	__s32 n;
+
+	if (len > XPS_SCRATCH || off >= len || len - off < 20 ||
+	    !xps_redis__head3(buf, off, '2', 'g', 'e', 't'))
+		return 0;
+	n = xps_redis__small(buf, off + 14, 3, 0, &p);
+	if (n < 0)
+		return 0;
+	end = p + (__u32)n + 2;
+	/* every byte read above lies before end */
+	if (end > len || XPS_AT(buf, p + n) != '\r' ||
+	    XPS_AT(buf, p + n + 1) != '\n')
+		return 0;
+	key->off = (__u16)p;
+	key->len = (__u16)n;
+	return end - off;
+}
+
+/*
  * The write the fast path sees most, recognized without the general
  * parser: "*3\r\n$3\r\nSET\r\n$<k>\r\n<key>\r\n$<v>\r\n<value>\r\n" (SET
  * in any case, k of one to three digits and v of one to four, without a
@@ -1155,20 +1158,9 @@ XPS_INLINE __u32 xps_redis_parse_set(const __u8 *buf, __u32 len, __u32 off,
 {
 	__u32 p, kp, vp, end;
 	__s32 k, v;
-	__u64 diff = 0;
 
-	if (len > XPS_SCRATCH || off >= len || len - off < 26)
-		return 0;
-#define XPS__RS(i, c)	(diff |= XPS_AT(buf, off + (i)) ^ (__u8)(c))
-	XPS__RS(0, '*'); XPS__RS(1, '3'); XPS__RS(2, '\r'); XPS__RS(3, '\n');
-	XPS__RS(4, '$'); XPS__RS(5, '3'); XPS__RS(6, '\r'); XPS__RS(7, '\n');
-	/* the letters of SET in either case */
-	diff |= (XPS_AT(buf, off + 8) | 0x20) ^ 's';
-	diff |= (XPS_AT(buf, off + 9) | 0x20) ^ 'e';
-	diff |= (XPS_AT(buf, off + 10) | 0x20) ^ 't';
-	XPS__RS(11, '\r'); XPS__RS(12, '\n'); XPS__RS(13, '$');
-#undef XPS__RS
-	if (diff)
+	if (len > XPS_SCRATCH || off >= len || len - off < 26 ||
+	    !xps_redis__head3(buf, off, '3', 's', 'e', 't'))
 		return 0;
 	k = xps_redis__small(buf, off + 14, 3, 0, &kp);
 	if (k < 0)
