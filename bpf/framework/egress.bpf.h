@@ -63,8 +63,8 @@ static __always_inline void egress_release(struct __sk_buff *skb,
  * bytes before conn->eg_seq were accounted for already (retransmissions);
  * the first conn->kr_bytes after it are replies from the kernel; the rest
  * are the service's, fed to the reply framing of the connection's
- * protocol, one byte at a time but for the data it can skip unread and
- * the bytes it only waits past (eg_scan()).
+ * protocol a 64-byte window at a time (xps_eg_feed()), but for the data
+ * it can skip unread and the bytes it only waits past (xps_eg_scan()).
  */
 #define XPS_EG_WIN	64
 /* bpf_loop iterations per segment: a 64 KiB GSO segment of short values */
