@@ -117,6 +117,7 @@ __u32 xps_eg_scan(const struct eg_win *win, __u32 o, __u32 end, int scan)
 	for (i = 0; i < XPS_EG_WIN / 8; i++) {
 		if (o + 8 > end)
 			break;
+		/* o is a word's start below end: the mask, for the verifier */
 		x = *(const __u64 *)&win->b[o & (XPS_EG_WIN - 8)];
 		t = x ^ ('\n' * ones);
 		t = (t - ones) & ~t & high;
