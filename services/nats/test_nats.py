@@ -543,10 +543,11 @@ def led_by_accel(cl):
             if cl.consumer_info(d).get("cluster", {}).get("leader") == "n%d" % ACCEL]
 
 
-def check_leader_drops(cl, secs):
+def check_leader_drops(cl, secs, delay=1.5):
     """On the groups ACCEL leads, the kernel drops duplicate answers of
     the followers, never two in a row: some dropped, at most about half,
-    and every follower heard from within 2.5 s and the leader's delay."""
+    and every follower heard from within 2.5 s and the leader's delay
+    (@delay seconds)."""
     led = led_by_accel(cl)
     if not led:
         print("    n%d leads no consumer: nothing to drop" % ACCEL)
@@ -563,9 +564,8 @@ def check_leader_drops(cl, secs):
         for r in cl.consumer_info(d).get("cluster", {}).get("replicas", []):
             # "active": ns since the leader last heard from the follower
             # passes at most 2 * XPS_NATS_DUP_NS apart, and the time the
-            # leader takes to read them (3.5 s seen under emulation at
-            # 1,000 consumers)
-            if r.get("active", 0) > 4e9 * SLOW:
+            # leader takes to read them
+            if r.get("active", 0) > (2.5 + delay) * 1e9 * SLOW:
                 raise AssertionError("consumer %s: the leader did not hear from %s: %r"
                                      % (d, r.get("name"), r))
 
@@ -641,7 +641,9 @@ def idle_cluster(consumers, least):
         if answered < max(1, passed * least) or answered > passed + consumers + 1:
             raise AssertionError("answered %d, passed %d" % (answered, passed))
         eq(elections, 0, "leader elections in 10 s of steady state")
-        check_leader_drops(cl, 10)
+        # the leader's reading delay grows with its groups: 3.5 s and
+        # 4.02 s seen at 1,000 consumers in the emulated VM
+        check_leader_drops(cl, 10, 1.5 if consumers < 1000 else 2.5)
         eq(cl.route_trouble(), [], "route errors")
     finally:
         cl.close()
