@@ -348,9 +348,13 @@ def test_refused_write_keeps_the_expiry():
     """An add, cas or replace with exptime 0 that memcached refuses (or
     fails to store) leaves the old item, with its expiry: the key must
     not be taken for one that never expires (the version's never-expires
-    bit is a set's alone).  Each item is set with exptime 2, refused a
+    bit is a set's alone).  Each item is set with exptime 3, refused a
     write with exptime 0 in its second second, and asked for every 20 ms:
-    once memcached has expired it, the kernel never answers it."""
+    once memcached has expired it, the kernel never answers it.
+
+    memcached's clock moves once a second and lags the wall clock by up
+    to a second, so an item set with exptime N is gone between N - 1 and
+    N seconds after the set: exptime 3 keeps it alive at the write."""
     m = Memcached()
     try:
         start(m)
@@ -358,14 +362,14 @@ def test_refused_write_keeps_the_expiry():
         until_kernel_answers(c, b"wt:warm", b"w")
         for key, write in ((b"rk:add", lambda k: b"add %s 0 0 1\r\nx\r\n" % k),
                            (b"rk:cas", lambda k: b"cas %s 0 0 1 1\r\nx\r\n" % k)):
-            eq(c.call(b"set %s 0 2 5\r\nhello\r\n" % key), b"STORED\r\n", "set with exptime 2")
+            eq(c.call(b"set %s 0 3 5\r\nhello\r\n" % key), b"STORED\r\n", "set with exptime 3")
             t0 = time.time()
             time.sleep(1.05)
             r = c.call(write(key))
             if r not in (b"NOT_STORED\r\n", b"EXISTS\r\n"):
                 raise AssertionError("%s: %r" % (key.decode(), r))
             served, gone = 0, None
-            while time.time() - t0 < 4.0:
+            while time.time() - t0 < 5.0:
                 tx = stats("mc")["tx"]
                 r = c.get(key)
                 kernel = stats("mc")["tx"] > tx
