@@ -79,6 +79,10 @@ static void print_entry(const struct data_io *io)
 	out_begin_object(NULL);
 	out_str("key", k);
 	out_str("value", v);
+	/* a write's value the server has not acknowledged: never served */
+	if (io->key.kvhash && io->val.size >= sizeof(struct xps_kv_value) &&
+	    ((const struct xps_kv_value *)io->v)->pending)
+		out_bool("pending", true);
 	out_end_object();
 }
 
@@ -330,7 +334,9 @@ static const char usage[] =
 "In a kv-cache context (Redis, memcached) VALUE is a struct xps_kv_value,\n"
 "usually as hex:BYTES; xpsctl writes KEY into it.  put refuses a value\n"
 "whose sum is not its seal (include/xps/kvcache.h), as the handler would\n"
-"never serve it; update and set store it as given.\n"
+"never serve it; update and set store it as given.  get and dump mark\n"
+"\"pending\" the value of a write the server has not acknowledged yet,\n"
+"which the handler does not serve.\n"
 "\n"
 "Options:\n"
 "  -h, --help          this text\n"

@@ -789,6 +789,7 @@ int xps_kvcache__fill_commit(struct xps_kvcache *kc,
 	/* only the kernel's write-through knows an expiry */
 	value->expire_ns = 0;
 	value->expire_tai_ns = 0;
+	value->pending = 0;	/* a fill is the server's value */
 	xps_kv_value_seal(value);	/* last: every field is set */
 	if (bpf_map_update_elem(kc->data_fd, &h, value, BPF_ANY))
 		return libxps_err(-errno);

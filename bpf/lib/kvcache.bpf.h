@@ -668,6 +668,9 @@ static __always_inline struct xps_kv_value *xps_kv_lookup(struct xps_kv_walk *w)
 		bpf_map_update_elem(&xps_keystats, &w->hk, &one, BPF_NOEXIST);
 	if (!v)
 		goto miss;
+	/* a write's value its server has not acknowledged yet */
+	if (*(volatile __u32 *)&v->pending)
+		goto miss;
 	hit->len = *(volatile __u32 *)&v->len;
 	hit->cgen = *(volatile __u32 *)&v->cgen;
 	hit->version = *(volatile __u64 *)&v->version;
@@ -887,6 +890,12 @@ static __always_inline int xps_kv_invalidate(struct xps_kv_walk *w)
 	return n;
 }
 
+/* A write-through record and the value it will leave, being built. */
+struct xps_kv_wt_build {
+	struct xps_kv_wt wt;
+	struct xps_kv_value v;
+};
+
 /*
  * The write-through records being built, per CPU (too big for the stack):
  * one per key of the write, from index 0 up.
@@ -895,7 +904,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, XPS_KV_WT_KEYS);
 	__type(key, __u32);
-	__type(value, struct xps_kv_wt);
+	__type(value, struct xps_kv_wt_build);
 } xps_kv_wt_build SEC(".maps");
 
 _Static_assert(XPS_KV_PAIRS <= XPS_KV_WT_KEYS, "a record per pair");
@@ -903,14 +912,14 @@ _Static_assert(XPS_KV_PAIRS <= XPS_KV_WT_KEYS, "a record per pair");
 /* Forget the records being built (a write of several keys, all or none). */
 static __always_inline void xps_kv_wt_drop(void)
 {
-	struct xps_kv_wt *rec;
+	struct xps_kv_wt_build *rec;
 	__u32 i, k;
 
 	for (i = 0; i < XPS_KV_WT_KEYS; i++) {
 		k = i;	/* the counter stays in a register (verifier) */
 		rec = bpf_map_lookup_elem(&xps_kv_wt_build, &k);
 		if (rec)
-			rec->reply = 0;
+			rec->wt.reply = 0;
 	}
 }
 
@@ -921,10 +930,10 @@ static __always_inline void xps_kv_wt_drop(void)
  * key's value, with sc->wt's flags (memcached; its CAS is unknown, 0) and
  * expiry, if the service answers it with the expect_len bytes of
  * sc->wt.expect (struct xps_kv_wt).  Record @idx is stamped here, in the
- * CPU's xps_kv_wt_build, and sealed and put in the framework's xps_kv_wt
- * by xps_kv_write_through_end() after the walk (the seal's frames do not
- * fit on top of the walk's); the egress step commits it when that reply
- * leaves.  Only over TCP, with replies counted on the connection, no
+ * CPU's xps_kv_wt_build; xps_kv_write_through_end() seals its value and
+ * puts it in the data map, pending, and the record in the framework's
+ * xps_kv_wt after the walk (the seal's frames do not fit on top of the
+ * walk's); the egress step commits the value when that reply leaves.  Only over TCP, with replies counted on the connection, no
  * other record of the connection pending, the first write of its segment
  * to pass these checks (one write per segment; egress finds the reply
  * wherever it begins; a write of several keys stamps record 0 for its
@@ -943,7 +952,7 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 {
 	struct xps_kv_hkey hk = { .hash = hash };
 	struct xps_run *run = xps__run();
-	struct xps_kv_wt *rec, *first;
+	struct xps_kv_wt_build *rec, *first;
 	struct xps_kv_wt_args *a;
 	struct xps_conn *conn;
 	__u32 zero = 0, vlen, reply;
@@ -967,7 +976,8 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 	 * whole (its stamps, values and reply number belong together); the
 	 * keys after the first of a write follow its record 0.
 	 */
-	if (idx ? first->reply != reply || rec->reply : first->reply != 0)
+	if (idx ? first->wt.reply != reply || rec->wt.reply :
+		  first->wt.reply != 0)
 		return 0;
 	/* one at a time: egress looks for one reply number */
 	if (conn->wt_reply && (__s32)(conn->answered - conn->wt_reply) < 0)
@@ -986,27 +996,35 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 	    xps_load(skb, sc->base + a->val.off, rec->v.v, vlen))
 		return 0;
 	__builtin_memcpy(&rec->v.key, &sc->key, sizeof(rec->v.key));
-	rec->slot = run->slot;
-	rec->gen = conn->gen;
-	rec->expect = a->expect;
-	rec->expect_len = a->expect_len;
-	rec->hk = hk;
+	rec->wt.slot = run->slot;
+	rec->wt.gen = conn->gen;
+	rec->wt.expect = a->expect;
+	rec->wt.expect_len = a->expect_len;
+	rec->wt.hk = hk;
+	rec->wt.version = rec->v.version;
+	rec->wt.cgen = rec->v.cgen;
+	rec->wt.pad = 0;
 	rec->v.len = vlen;
 	rec->v.cas = 0;		/* unknown: a gets is not answered */
 	rec->v.client_flags = a->client_flags;
-	rec->v.pad = 0;
+	rec->v.pending = 1;	/* until egress sees the write answered */
 	rec->v.expire_ns = a->expire_ns;
 	rec->v.expire_tai_ns = a->expire_tai_ns;
-	rec->reply = reply;	/* last: the record is whole */
+	rec->wt.reply = reply;	/* last: the record is whole */
 	return 1;
 }
 
 
 /*
- * After the walk: seal the records xps_kv_wt_stamp() stamped, if any, and
- * hand them to the egress step, all or none.  @out, the staged reply,
- * serves as scratch: a segment with a write is not answered.  A global
- * function, verified once whatever the handler's state.
+ * After the walk: seal the values of the records xps_kv_wt_stamp()
+ * stamped, if any, put them in the data map, pending (never served), and
+ * hand the records to the egress step, all or none: egress clears a
+ * value's pending mark when the write's reply says it took effect.  The
+ * key's entry was deleted when the write was counted; a value put here is
+ * never served before egress commits it, so it replaces nothing a GET
+ * could have had.  @out, the staged reply, serves as scratch: a segment
+ * with a write is not answered.  A global function, verified once
+ * whatever the handler's state.
  */
 __attribute__((noinline))
 int xps_kv_write_through_end(struct xps_stage *out)
@@ -1014,14 +1032,14 @@ int xps_kv_write_through_end(struct xps_stage *out)
 	struct xps_kv_wt_key k = {};
 	struct xps_run *run = xps__run();
 	__u32 zero = 0, i, vlen, reply;
-	struct xps_kv_wt *rec;
+	struct xps_kv_wt_build *rec;
 	struct xps_conn *conn;
 	__u64 head;
 
 	rec = bpf_map_lookup_elem(&xps_kv_wt_build, &zero);
-	if (!rec || !rec->reply)
+	if (!rec || !rec->wt.reply)
 		return 0;
-	reply = rec->reply;
+	reply = rec->wt.reply;
 	if (!out || !run)
 		goto out;
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
@@ -1031,7 +1049,7 @@ int xps_kv_write_through_end(struct xps_stage *out)
 	for (i = 0; i < XPS_KV_WT_KEYS; i++) {
 		k.idx = i;	/* the counter stays in a register (verifier) */
 		rec = bpf_map_lookup_elem(&xps_kv_wt_build, &k.idx);
-		if (!rec || rec->reply != reply)
+		if (!rec || rec->wt.reply != reply)
 			break;
 		vlen = rec->v.len;
 		if (vlen < 1 || vlen > XPS_KV_VALUE_MAX)
@@ -1045,7 +1063,9 @@ int xps_kv_write_through_end(struct xps_stage *out)
 		rec->v.sum = xps_stage_copy_sum(out, 0,
 				(const struct xps_stage_chunk *)rec->v.v,
 				vlen, head);
-		if (bpf_map_update_elem(&xps_kv_wt, &k, rec, BPF_ANY))
+		if (bpf_map_update_elem(&xps_data, &rec->wt.hk, &rec->v,
+					BPF_ANY) ||
+		    bpf_map_update_elem(&xps_kv_wt, &k, &rec->wt, BPF_ANY))
 			goto undo;
 	}
 	/* a stale record past the last one never matches @reply */

@@ -46,7 +46,14 @@ struct xps_kv_value {
 	__u64 version;			/* the key's version when filled */
 	__u64 cas;			/* memcached: what gets returns */
 	__u32 client_flags;		/* memcached: the item's flags */
-	__u32 pad;
+	/*
+	 * Nonzero: the value of a write the kernel saw, put here when the
+	 * handler passed it and not yet acknowledged by the server (struct
+	 * xps_kv_wt): never served, and not the server's value yet.  The
+	 * egress step clears it when the server's reply says the write took
+	 * effect.  Not sealed: the one field changed in place.
+	 */
+	__u32 pending;
 	/*
 	 * xps_kv_seal(len | (__u64)cgen << 32, version, cas,
 	 * xps_kv_seal_s3(client_flags, expire_ns, expire_tai_ns), key, v)
@@ -83,18 +90,22 @@ struct xps_kv_arm {
 };
 
 /*
- * Write-through (docs/coherence.md, "Writes committed by the kernel"): the
- * value a write request will leave, built and sealed by the handler when
- * it passes the write, kept in the framework's xps_kv_wt by socket cookie
- * and index (struct xps_kv_wt_key: a write of several keys, MSET, leaves
- * one record per key, indexes 0 up, all with the same @reply), and
- * committed into the context's data map (the framework's xps_kv_datas at
- * @slot) by the egress step when the service's reply number @reply, found
- * wherever it begins in a segment, begins with the @expect_len bytes of
- * @expect (Redis "+OK\r\n", memcached "STORED\r\n").  @gen is
- * xps_config.generation when the handler made it: a context changed since
- * commits nothing.  Any other reply, or a reply egress cannot place,
- * drops the records.
+ * Write-through (docs/coherence.md, "Writes committed by the kernel"): a
+ * write request's value is built and sealed by the handler when it passes
+ * the write, and put in the context's data map at once with @pending set
+ * (struct xps_kv_value), stamped with the key's @version and the cache
+ * generation @cgen; this record, kept in the framework's xps_kv_wt by
+ * socket cookie and index (struct xps_kv_wt_key: a write of several keys,
+ * MSET, leaves one record per key, indexes 0 up, all with the same
+ * @reply), says which reply decides it.  The egress step clears @pending
+ * of the entry under @hk in the context's data map (the framework's
+ * xps_kv_datas at @slot), if it is still this write's value (same
+ * @version and @cgen, pending), when the service's reply number @reply,
+ * found wherever it begins in a segment, begins with the @expect_len
+ * bytes of @expect (Redis "+OK\r\n", memcached "STORED\r\n"); any
+ * other reply, or a reply egress cannot place, deletes that entry.  @gen
+ * is xps_config.generation when the handler made it: a context changed
+ * since commits nothing.  The records are dropped either way.
  */
 #define XPS_KV_WT_ENTRIES	16384	/* records of writes pending */
 #define XPS_KV_WT_KEYS		4	/* records of one write, at most */
@@ -112,7 +123,9 @@ struct xps_kv_wt {
 	__u32 expect_len;		/* 1 to 8 */
 	__u64 expect;			/* the bytes, little end first */
 	struct xps_kv_hkey hk;
-	struct xps_kv_value v;		/* sealed */
+	__u64 version;			/* the pending value's stamps */
+	__u32 cgen;
+	__u32 pad;
 };
 
 /*
@@ -158,8 +171,7 @@ _Static_assert(sizeof(struct xps_kv_state) == 32, "xps_kv_state layout");
 _Static_assert(sizeof(struct xps_kv_arm) == 16 + 8 + XPS_KV_KEY_MAX, "xps_kv_arm layout");
 _Static_assert(sizeof(struct xps_kv_value) == 56 + 8 + XPS_KV_KEY_MAX + XPS_KV_VALUE_MAX,
 	       "xps_kv_value layout");
-_Static_assert(sizeof(struct xps_kv_wt) == 32 + sizeof(struct xps_kv_value),
-	       "xps_kv_wt layout");
+_Static_assert(sizeof(struct xps_kv_wt) == 48, "xps_kv_wt layout");
 _Static_assert(sizeof(struct xps_kv_wt_key) == 16, "xps_kv_wt_key layout");
 
 #ifndef XPS_KV_INLINE

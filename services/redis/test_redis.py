@@ -19,7 +19,7 @@ import time
 # the integration harness lives with the other suites
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "tests", "integration"))
-from xpstest import (attach, backend, kv_seal, resp, XpsError, eq, redis_cli, kv_value_hex, main, recv_exact,
+from xpstest import (attach, backend, kv_seal, resp, XpsError, eq, redis_cli, kv_value_hex, kv_entry, main, recv_exact,
                      stats, test, wait_for, xpsctl, SLOW, log_end, wait_log)
 
 PORT = 17400
@@ -342,6 +342,8 @@ def test_set_committed_by_the_kernel():
         eq(c.call("SET", "wt:nx", "temp", "NX"), b"+OK\r\n", "SET NX of a new key")
         eq(kernel_get(c, "wt:nx", b"$4\r\ntemp\r\n"), True, "the kernel answered SET NX's value")
         eq(c.call("SET", "wt:nx", "other", "nx"), b"$-1\r\n", "SET NX of a key that exists")
+        # its value, put pending when the SET was passed, went with the nil
+        eq(kv_entry("redis", b"wt:nx"), None, "the cache's entry after a refused SET NX")
         eq(c.call("GET", "wt:nx"), b"$4\r\ntemp\r\n", "GET after a refused SET NX")
         eq(c.call("SET", "wt:nx", "other", "EX", "100", "NX"), b"$-1\r\n", "SET EX NX of a key that exists")
         eq(c.call("GET", "wt:nx"), b"$4\r\ntemp\r\n", "GET after a refused SET EX NX")
@@ -624,9 +626,17 @@ def test_write_through_with_a_reply_held_back():
                 eq(b.call(*write("from-b")), b"+OK\r\n", form + " from B")
                 a.send(*write("from-a"))
                 final = b"from-a"
+                # A's value is in the cache already, pending: put when
+                # the handler passed the write, never served until its
+                # +OK leaves (docs/coherence.md)
+                wait_for(lambda: kv_entry("redis", key.encode()) == (b"from-a", 1),
+                         what="A's value pending in the cache")
             want = b"$%d\r\n%s\r\n" % (len(final), final)
             before = sum(kernel_get(c, key, want) for _ in range(20))
             a.drain(b"+OK\r\n")
+            if first == "other":
+                eq(kv_entry("redis", key.encode()), (b"from-a", 0),
+                   "A's value once its +OK left")
             after = sum(kernel_get(c, key, want) for _ in range(20))
             print("    %s %s's reply held back: Redis holds %s; the kernel answered %d of 20 GETs "
                   "before the held reply left, %d of 20 after"

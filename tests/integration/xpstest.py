@@ -240,6 +240,18 @@ def kv_value_hex(key, val, cgen=0, version=0, cas=0, flags=0, seal=None):
                      + val + bytes(1024 - len(val))).hex()
 
 
+def kv_entry(name, key):
+    """The entry of @key (bytes) in kv-cache context @name's data map, as
+    (value, pending), or None if it has none.  The value is as `xpsctl
+    data get` prints it (printable bytes as they are)."""
+    doc = xpsctl("data", "get", name, key.decode(), check=False)
+    if "error" in doc:
+        if "no key" not in doc["error"]:
+            raise XpsError(doc["error"])
+        return None
+    return doc["value"].encode(), int(doc.get("pending", False))
+
+
 def redis_cli(port, *args):
     """One redis-cli command against 127.0.0.1:@port, its output stripped."""
     p = subprocess.run(["redis-cli", "-p", str(port)] + [str(a) for a in args],

@@ -232,8 +232,12 @@ struct {
 struct xps_kv_data_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1);		/* not compared for hash maps */
-	__type(key, struct xps_kv_hkey);
-	__type(value, struct xps_kv_value);
+	/*
+	 * Sizes, not types: clang emits a type reached only through the
+	 * template as a forward declaration, of no size for libbpf.
+	 */
+	__uint(key_size, sizeof(struct xps_kv_hkey));
+	__uint(value_size, sizeof(struct xps_kv_value));
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 };
 
