@@ -258,8 +258,8 @@ struct xps_conn {
 	__u32 wbc[XPS_CONN_WB];
 	/*
 	 * Write-through (struct xps_kv_wt in include/xps/kvcache.h): the
-	 * number of the service's reply that commits the value the
-	 * connection's record in xps_kv_wt holds, 0 when none is pending.
+	 * number of the service's reply that commits the pending value the
+	 * connection's records in xps_kv_wt name, 0 when none is pending.
 	 */
 	__u32 wt_reply;
 };
