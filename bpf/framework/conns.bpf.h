@@ -151,8 +151,6 @@ int xps_sockops(struct bpf_sock_ops *skops)
 						     c->unacked);
 			if (c)
 				release_key_writes(c);
-			if (c && c->wt_reply)
-				xps__wt_forget(cookie);
 			if (c && c->rp.proto == XPS_REPLY_NATS)
 				bpf_map_delete_elem(&xps_nats_conns, &cookie);
 			bpf_map_delete_elem(&xps_conns, &cookie);

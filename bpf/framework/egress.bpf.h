@@ -284,55 +284,58 @@ static __always_inline void capture_emit(struct __sk_buff *skb,
 }
 
 /*
- * Write-through (struct xps_kv_wt, docs/coherence.md): reply number
- * @reply, which answers a write a kv-cache handler made records for, has
- * been counted.  Each record's value, which the handler put in its
- * context's data map pending, is committed (its pending mark cleared)
- * when that reply began in this segment (at @start, which the walk noted
- * where the reply before it ended, or the segment's start; 0: not here)
- * and begins with the bytes the handler expects of a write that took
- * effect; otherwise the value is deleted.  Either is done only to the
- * entry that is still this write's value, pending with the record's
- * stamps: a fill or another write may have replaced it since.  The
- * records are dropped either way.  A value committed after a later write
- * of its key carries a stamp that is no longer current: it is never
- * served, and only costs that key a miss.  Its own subprogram: its frame
- * stays off the reply walk's.
+ * Write-through (struct xps_conn_wt, docs/coherence.md): reply number
+ * @reply, which answers a write whose values a kv-cache handler put in
+ * its context's data map pending, has been counted.  Each value is
+ * committed (its pending mark cleared) when that reply began in this
+ * segment (at @start, which the walk noted where the reply before it
+ * ended, or the segment's start; 0: not here) and begins with the bytes
+ * the handler expects of a write that took effect; otherwise it is
+ * deleted.  Either is done only to an entry that is still this write's
+ * value, pending with the record's stamps: a fill or another write may
+ * have replaced it since.  A value committed after a later write of its
+ * key carries a stamp that is no longer current: it is never served, and
+ * only costs that key a miss.  Its own subprogram: its frame stays off
+ * the reply walk's.
  */
-static __noinline void wt_commit(struct __sk_buff *skb, __u64 cookie,
+static __noinline void wt_commit(struct __sk_buff *skb, struct xps_conn *conn,
 				 __u32 reply, __u32 start, __u32 end)
 {
-	struct xps_kv_wt_key k = { .cookie = cookie };
 	struct xps_config *cfg = config();
+	struct xps_conn_wt wt;
 	struct xps_kv_value *v;
-	struct xps_kv_wt *rec;
 	__u64 got = 0, mask;
-	__u32 n, i, ok;
+	__u32 seq, n, i, ok = 0;
 	void *data;
 
-	for (i = 0; i < XPS_KV_WT_KEYS; i++) {
-		k.idx = i;	/* the counter stays in a register (verifier) */
-		rec = bpf_map_lookup_elem(&xps_kv_wt, &k);
-		if (!rec)
-			break;	/* the records go from index 0 up */
-		n = rec->expect_len;
-		ok = 0;
-		if (start && cfg && rec->reply == reply &&
-		    rec->gen == cfg->generation && n >= 1 && n <= 8 &&
-		    end - start >= n && !bpf_skb_load_bytes(skb, start, &got, n)) {
-			mask = n == 8 ? ~0ULL : (1ULL << (n * 8)) - 1;
-			ok = (got & mask) == rec->expect;
-		}
-		data = bpf_map_lookup_elem(&xps_kv_datas, &rec->slot);
-		v = data ? bpf_map_lookup_elem(data, &rec->hk) : NULL;
-		if (v && v->pending && v->version == rec->version &&
-		    v->cgen == rec->cgen) {
-			if (ok)
-				*(volatile __u32 *)&v->pending = 0;
-			else
-				bpf_map_delete_elem(data, &rec->hk);
-		}
-		bpf_map_delete_elem(&xps_kv_wt, &k);
+	/* a copy read whole between two even, equal @seq (struct xps_conn_wt) */
+	seq = __sync_fetch_and_add(&conn->wt.seq, 0);
+	__builtin_memcpy(&wt, &conn->wt, sizeof(wt));
+	if ((seq & 1) || __sync_fetch_and_add(&conn->wt.seq, 0) != seq ||
+	    wt.reply != reply)
+		return;
+	n = wt.expect_len;
+	if (start && cfg && wt.gen == cfg->generation && n >= 1 && n <= 8 &&
+	    end - start >= n && !bpf_skb_load_bytes(skb, start, &got, n)) {
+		mask = n == 8 ? ~0ULL : (1ULL << (n * 8)) - 1;
+		ok = (got & mask) == wt.expect;
+	}
+	data = bpf_map_lookup_elem(&xps_kv_datas, &wt.slot);
+	if (!data)
+		return;
+	for (i = 0; i < XPS_CONN_WT_KEYS; i++) {
+		const struct xps_conn_wt_rec *r = &wt.rec[i];
+
+		if (i >= wt.n)
+			break;
+		v = bpf_map_lookup_elem(data, &r->hash);
+		if (!v || !v->pending || v->version != r->version ||
+		    v->cgen != r->cgen)
+			continue;
+		if (ok)
+			*(volatile __u32 *)&v->pending = 0;
+		else
+			bpf_map_delete_elem(data, &r->hash);
 	}
 }
 
@@ -407,7 +410,7 @@ static __always_inline int egress_count(struct __sk_buff *skb,
 	wt = conn->wt_reply;
 	if (wt && (__s32)(conn->answered - wt) >= 0) {
 		conn->wt_reply = 0;
-		wt_commit(skb, cookie, wt, w.wt_at, w.end);
+		wt_commit(skb, conn, wt, w.wt_at, w.end);
 	}
 	return 1;
 }

@@ -116,7 +116,7 @@ struct xps_kv_hit {
  * span, the reply that says it took effect, its flags and its expiry.
  */
 struct xps_kv_wt_args {
-	__u64 expect;			/* struct xps_kv_wt */
+	__u64 expect;			/* struct xps_conn_wt */
 	__u64 expire_ns;		/* struct xps_kv_value; 0: never */
 	__u64 expire_tai_ns;
 	struct xps_span val;		/* in sc->in (the segment from sc->base) */
@@ -890,9 +890,17 @@ static __always_inline int xps_kv_invalidate(struct xps_kv_walk *w)
 	return n;
 }
 
-/* A write-through record and the value it will leave, being built. */
+/*
+ * A write-through record being built (struct xps_conn_wt, whose head
+ * record 0 carries for the write) and the value it will leave.
+ */
 struct xps_kv_wt_build {
-	struct xps_kv_wt wt;
+	__u32 reply;			/* 0: not stamped */
+	__u32 slot;
+	__u32 gen;
+	__u32 expect_len;
+	__u64 expect;
+	struct xps_conn_wt_rec rec;
 	struct xps_kv_value v;
 };
 
@@ -908,6 +916,8 @@ struct {
 } xps_kv_wt_build SEC(".maps");
 
 _Static_assert(XPS_KV_PAIRS <= XPS_KV_WT_KEYS, "a record per pair");
+_Static_assert((XPS_KV_WT_KEYS & (XPS_KV_WT_KEYS - 1)) == 0,
+	       "records indexed under a mask");
 
 /* Forget the records being built (a write of several keys, all or none). */
 static __always_inline void xps_kv_wt_drop(void)
@@ -919,7 +929,7 @@ static __always_inline void xps_kv_wt_drop(void)
 		k = i;	/* the counter stays in a register (verifier) */
 		rec = bpf_map_lookup_elem(&xps_kv_wt_build, &k);
 		if (rec)
-			rec->wt.reply = 0;
+			rec->reply = 0;
 	}
 }
 
@@ -929,10 +939,10 @@ static __always_inline void xps_kv_wt_drop(void)
  * hash @hash), leaves the bytes sc->wt.val spans (in sc->in) as the
  * key's value, with sc->wt's flags (memcached; its CAS is unknown, 0) and
  * expiry, if the service answers it with the expect_len bytes of
- * sc->wt.expect (struct xps_kv_wt).  Record @idx is stamped here, in the
- * CPU's xps_kv_wt_build; xps_kv_write_through_end() seals its value and
- * puts it in the data map, pending, and the record in the framework's
- * xps_kv_wt after the walk (the seal's frames do not fit on top of the
+ * sc->wt.expect (struct xps_conn_wt).  Record @idx is stamped here, in
+ * the CPU's xps_kv_wt_build; xps_kv_write_through_end() seals its value
+ * and puts it in the data map, pending, and the records in the
+ * connection's after the walk (the seal's frames do not fit on top of the
  * walk's); the egress step commits the value when that reply leaves.  Only over TCP, with replies counted on the connection, no
  * other record of the connection pending, the first write of its segment
  * to pass these checks (one write per segment; egress finds the reply
@@ -976,8 +986,7 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 	 * whole (its stamps, values and reply number belong together); the
 	 * keys after the first of a write follow its record 0.
 	 */
-	if (idx ? first->wt.reply != reply || rec->wt.reply :
-		  first->wt.reply != 0)
+	if (idx ? first->reply != reply || rec->reply : first->reply != 0)
 		return 0;
 	/* one at a time: egress looks for one reply number */
 	if (conn->wt_reply && (__s32)(conn->answered - conn->wt_reply) < 0)
@@ -996,21 +1005,21 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 	    xps_load(skb, sc->base + a->val.off, rec->v.v, vlen))
 		return 0;
 	__builtin_memcpy(&rec->v.key, &sc->key, sizeof(rec->v.key));
-	rec->wt.slot = run->slot;
-	rec->wt.gen = conn->gen;
-	rec->wt.expect = a->expect;
-	rec->wt.expect_len = a->expect_len;
-	rec->wt.hk = hk;
-	rec->wt.version = rec->v.version;
-	rec->wt.cgen = rec->v.cgen;
-	rec->wt.pad = 0;
+	rec->slot = run->slot;
+	rec->gen = conn->gen;
+	rec->expect = a->expect;
+	rec->expect_len = a->expect_len;
+	rec->rec.hash = hash;
+	rec->rec.version = rec->v.version;
+	rec->rec.cgen = rec->v.cgen;
+	rec->rec.pad = 0;
 	rec->v.len = vlen;
 	rec->v.cas = 0;		/* unknown: a gets is not answered */
 	rec->v.client_flags = a->client_flags;
 	rec->v.pending = 1;	/* until egress sees the write answered */
 	rec->v.expire_ns = a->expire_ns;
 	rec->v.expire_tai_ns = a->expire_tai_ns;
-	rec->wt.reply = reply;	/* last: the record is whole */
+	rec->reply = reply;	/* last: the record is whole */
 	return 1;
 }
 
@@ -1018,8 +1027,9 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 /*
  * After the walk: seal the values of the records xps_kv_wt_stamp()
  * stamped, if any, put them in the data map, pending (never served), and
- * hand the records to the egress step, all or none: egress clears a
- * value's pending mark when the write's reply says it took effect.  The
+ * hand the records to the egress step in the connection's record (struct
+ * xps_conn_wt), all or none: egress clears a value's pending mark when
+ * the write's reply says it took effect.  The
  * key's entry was deleted when the write was counted; a value put here is
  * never served before egress commits it, so it replaces nothing a GET
  * could have had.  @out, the staged reply, serves as scratch: a segment
@@ -1029,31 +1039,28 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 __attribute__((noinline))
 int xps_kv_write_through_end(struct xps_stage *out)
 {
-	struct xps_kv_wt_key k = {};
 	struct xps_run *run = xps__run();
-	__u32 zero = 0, i, vlen, reply;
-	struct xps_kv_wt_build *rec;
+	struct xps_kv_wt_build *rec, *first;
+	__u32 zero = 0, i, k, vlen, seq;
 	struct xps_conn *conn;
 	__u64 head;
 
-	rec = bpf_map_lookup_elem(&xps_kv_wt_build, &zero);
-	if (!rec || !rec->wt.reply)
+	first = bpf_map_lookup_elem(&xps_kv_wt_build, &zero);
+	if (!first || !first->reply)
 		return 0;
-	reply = rec->wt.reply;
 	if (!out || !run)
 		goto out;
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
 	if (!conn || (conn->flags & XPS_CONN_UNCOUNTED))
 		goto out;
-	k.cookie = run->cookie;
 	for (i = 0; i < XPS_KV_WT_KEYS; i++) {
-		k.idx = i;	/* the counter stays in a register (verifier) */
-		rec = bpf_map_lookup_elem(&xps_kv_wt_build, &k.idx);
-		if (!rec || rec->wt.reply != reply)
+		k = i;	/* the counter stays in a register (verifier) */
+		rec = bpf_map_lookup_elem(&xps_kv_wt_build, &k);
+		if (!rec || rec->reply != first->reply)
 			break;
 		vlen = rec->v.len;
 		if (vlen < 1 || vlen > XPS_KV_VALUE_MAX)
-			goto undo;
+			goto out;
 		head = xps_kv_seal_key(&rec->v.key,
 				       vlen | (__u64)rec->v.cgen << 32,
 				       rec->v.version, 0,
@@ -1063,16 +1070,37 @@ int xps_kv_write_through_end(struct xps_stage *out)
 		rec->v.sum = xps_stage_copy_sum(out, 0,
 				(const struct xps_stage_chunk *)rec->v.v,
 				vlen, head);
-		if (bpf_map_update_elem(&xps_data, &rec->wt.hk, &rec->v,
-					BPF_ANY) ||
-		    bpf_map_update_elem(&xps_kv_wt, &k, &rec->wt, BPF_ANY))
-			goto undo;
+		/*
+		 * A value put before a failure stays pending, never served,
+		 * until the key is written or filled again.
+		 */
+		if (bpf_map_update_elem(&xps_data, &rec->rec.hash, &rec->v,
+					BPF_ANY))
+			goto out;
 	}
-	/* a stale record past the last one never matches @reply */
-	conn->wt_reply = reply;
-	goto out;
-undo:
-	xps__wt_forget(run->cookie);
+	/*
+	 * The connection's record, @seq odd while it changes (struct
+	 * xps_conn_wt); the previous write's was committed or abandoned
+	 * (xps_kv_wt_stamp()).
+	 */
+	seq = __sync_fetch_and_add(&conn->wt.seq, 1);
+	conn->wt.reply = first->reply;
+	conn->wt.slot = first->slot;
+	conn->wt.gen = first->gen;
+	conn->wt.expect = first->expect;
+	conn->wt.expect_len = first->expect_len;
+	conn->wt.n = i;
+	for (i = 0; i < XPS_KV_WT_KEYS; i++) {
+		k = i;	/* the counter stays in a register (verifier) */
+		rec = bpf_map_lookup_elem(&xps_kv_wt_build, &k);
+		if (!rec || i >= conn->wt.n)
+			break;
+		/* the mask only for the verifier: i is below it */
+		conn->wt.rec[i & (XPS_KV_WT_KEYS - 1)] = rec->rec;
+	}
+	/* fetching forms: ordered both ways on every architecture */
+	__sync_lock_test_and_set(&conn->wt.seq, (seq | 1) + 1);
+	conn->wt_reply = first->reply;
 out:
 	xps_kv_wt_drop();
 	return 0;

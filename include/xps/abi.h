@@ -200,6 +200,38 @@ struct xps_reply {
 };
 
 #define XPS_CONN_WB	4	/* write buckets a connection keeps apart */
+
+/*
+ * Write-through (docs/coherence.md, "Writes committed by the kernel"): the
+ * write a kv-cache handler (bpf/lib/kvcache.bpf.h) put the values of in
+ * its context's data map, pending, and what commits them.  The egress step
+ * clears the values' pending marks when the service's reply number @reply
+ * begins with the @expect_len bytes of @expect (Redis "+OK\r\n",
+ * memcached "STORED\r\n"), and deletes them on any other reply: only an
+ * entry still pending with a record's stamps, in the data map of the
+ * context at @slot while xps_config.generation is @gen.  One write per
+ * connection at a time; a write of several keys (MSET) has one record per
+ * key.  @seq is odd while the handler writes the rest: egress commits
+ * nothing from a copy it did not read whole between two even, equal
+ * values of it.
+ */
+#define XPS_CONN_WT_KEYS	4	/* records of one write, at most */
+
+struct xps_conn_wt {
+	__u32 seq;
+	__u32 reply;
+	__u32 slot;
+	__u32 gen;
+	__u64 expect;		/* the bytes, little end first */
+	__u32 expect_len;	/* 1 to 8 */
+	__u32 n;		/* records, 1 to XPS_CONN_WT_KEYS */
+	struct xps_conn_wt_rec {
+		__u64 hash;	/* the key's (struct xps_kv_hkey) */
+		__u64 version;	/* the pending value's stamps */
+		__u32 cgen;
+		__u32 pad;
+	} rec[XPS_CONN_WT_KEYS];
+};
 /*
  * HTTP: replies whose request was a HEAD (no body) are told apart for the
  * next XPS_NOBODY_WINDOW outstanding replies (bits of a __u32: struct
@@ -257,11 +289,12 @@ struct xps_conn {
 	__u16 wb[XPS_CONN_WB];
 	__u32 wbc[XPS_CONN_WB];
 	/*
-	 * Write-through (struct xps_kv_wt in include/xps/kvcache.h): the
-	 * number of the service's reply that commits the pending value the
-	 * connection's records in xps_kv_wt name, 0 when none is pending.
+	 * Write-through (struct xps_conn_wt): @wt.reply while egress has
+	 * not seen that reply, 0 when no write's values are pending.
 	 */
 	__u32 wt_reply;
+	__u32 wt_pad;
+	struct xps_conn_wt wt;
 };
 
 /*
@@ -462,7 +495,8 @@ _Static_assert(sizeof(struct xps_handler_stats) == 64, "xps_handler_stats layout
 _Static_assert(sizeof(struct xps_ctx_info) == 264, "xps_ctx_info layout");
 _Static_assert(sizeof(struct xps_run) == 64, "xps_run layout");
 _Static_assert(sizeof(struct xps_reply) == 32, "xps_reply layout");
-_Static_assert(sizeof(struct xps_conn) == 144, "xps_conn layout");
+_Static_assert(sizeof(struct xps_conn_wt) == 128, "xps_conn_wt layout");
+_Static_assert(sizeof(struct xps_conn) == 272, "xps_conn layout");
 _Static_assert(sizeof(struct xps_config) == 48, "xps_config layout");
 
 #endif /* __XPS_ABI_H */

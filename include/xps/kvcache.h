@@ -19,6 +19,7 @@
 
 #include <linux/types.h>
 
+#include <xps/abi.h>
 #include <xps/kvsum.h>
 
 #define XPS_KV_KEY_MAX		256	/* key buffer; services cap lower */
@@ -49,7 +50,7 @@ struct xps_kv_value {
 	/*
 	 * Nonzero: the value of a write the kernel saw, put here when the
 	 * handler passed it and not yet acknowledged by the server (struct
-	 * xps_kv_wt): never served, and not the server's value yet.  The
+	 * xps_conn_wt): never served, and not the server's value yet.  The
 	 * egress step clears it when the server's reply says the write took
 	 * effect.  Not sealed: the one field changed in place.
 	 */
@@ -93,40 +94,11 @@ struct xps_kv_arm {
  * Write-through (docs/coherence.md, "Writes committed by the kernel"): a
  * write request's value is built and sealed by the handler when it passes
  * the write, and put in the context's data map at once with @pending set
- * (struct xps_kv_value), stamped with the key's @version and the cache
- * generation @cgen; this record, kept in the framework's xps_kv_wt by
- * socket cookie and index (struct xps_kv_wt_key: a write of several keys,
- * MSET, leaves one record per key, indexes 0 up, all with the same
- * @reply), says which reply decides it.  The egress step clears @pending
- * of the entry under @hk in the context's data map (the framework's
- * xps_kv_datas at @slot), if it is still this write's value (same
- * @version and @cgen, pending), when the service's reply number @reply,
- * found wherever it begins in a segment, begins with the @expect_len
- * bytes of @expect (Redis "+OK\r\n", memcached "STORED\r\n"); any
- * other reply, or a reply egress cannot place, deletes that entry.  @gen
- * is xps_config.generation when the handler made it: a context changed
- * since commits nothing.  The records are dropped either way.
+ * (struct xps_kv_value); the connection's record (struct xps_conn_wt in
+ * include/xps/abi.h) names the reply that decides it, at most
+ * XPS_KV_WT_KEYS values of one write.
  */
-#define XPS_KV_WT_ENTRIES	16384	/* records of writes pending */
-#define XPS_KV_WT_KEYS		4	/* records of one write, at most */
-
-struct xps_kv_wt_key {
-	__u64 cookie;			/* the connection's socket cookie */
-	__u32 idx;			/* 0 to XPS_KV_WT_KEYS - 1 */
-	__u32 pad;
-};
-
-struct xps_kv_wt {
-	__u32 reply;
-	__u32 slot;
-	__u32 gen;
-	__u32 expect_len;		/* 1 to 8 */
-	__u64 expect;			/* the bytes, little end first */
-	struct xps_kv_hkey hk;
-	__u64 version;			/* the pending value's stamps */
-	__u32 cgen;
-	__u32 pad;
-};
+#define XPS_KV_WT_KEYS		XPS_CONN_WT_KEYS
 
 /*
  * The head of every kv-cache handler's state (XPS_STATE_MAP value: struct
@@ -171,8 +143,6 @@ _Static_assert(sizeof(struct xps_kv_state) == 32, "xps_kv_state layout");
 _Static_assert(sizeof(struct xps_kv_arm) == 16 + 8 + XPS_KV_KEY_MAX, "xps_kv_arm layout");
 _Static_assert(sizeof(struct xps_kv_value) == 56 + 8 + XPS_KV_KEY_MAX + XPS_KV_VALUE_MAX,
 	       "xps_kv_value layout");
-_Static_assert(sizeof(struct xps_kv_wt) == 48, "xps_kv_wt layout");
-_Static_assert(sizeof(struct xps_kv_wt_key) == 16, "xps_kv_wt_key layout");
 
 #ifndef XPS_KV_INLINE
 #define XPS_KV_INLINE static inline __attribute__((always_inline, unused))

@@ -139,34 +139,6 @@ struct {
 } xps_caps SEC(".maps");
 
 /*
- * Write-through (struct xps_kv_wt), by socket cookie and index (struct
- * xps_kv_wt_key): the values a write will leave, made by a kv-cache
- * handler (bpf/lib/kvcache.bpf.h) and committed or dropped by the egress
- * step.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, XPS_KV_WT_ENTRIES);
-	__type(key, struct xps_kv_wt_key);
-	__type(value, struct xps_kv_wt);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xps_kv_wt SEC(".maps");
-
-/* Drop a connection's write-through records, which go from index 0 up. */
-static __always_inline void xps__wt_forget(__u64 cookie)
-{
-	struct xps_kv_wt_key k = { .cookie = cookie };
-	__u32 i;
-
-	for (i = 0; i < XPS_KV_WT_KEYS; i++) {
-		k.idx = i;	/* the counter stays in a register (verifier) */
-		if (bpf_map_delete_elem(&xps_kv_wt, &k))
-			break;
-	}
-}
-
-/*
  * NATS routes (include/xps/nats.h): each route's receive framing, the
  * heartbeats the server was given and its answers, the groups' stamps
  * and the epoch, a leader's last answers from its followers; written by
