@@ -892,7 +892,7 @@ static __always_inline int xps_kv_invalidate(struct xps_kv_walk *w)
 
 /*
  * A write-through record being built (struct xps_conn_wt, whose head
- * record 0 carries for the write) and the value it will leave.
+ * record 0 carries for the write) and the value it will leave, stamped.
  */
 struct xps_kv_wt_build {
 	__u32 reply;			/* 0: not stamped */
@@ -900,7 +900,7 @@ struct xps_kv_wt_build {
 	__u32 gen;
 	__u32 expect_len;
 	__u64 expect;
-	struct xps_conn_wt_rec rec;
+	__u64 hash;			/* the key's (struct xps_kv_hkey) */
 	struct xps_kv_value v;
 };
 
@@ -910,13 +910,13 @@ struct xps_kv_wt_build {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, XPS_KV_WT_KEYS);
+	__uint(max_entries, XPS_CONN_WT_KEYS);
 	__type(key, __u32);
 	__type(value, struct xps_kv_wt_build);
 } xps_kv_wt_build SEC(".maps");
 
-_Static_assert(XPS_KV_PAIRS <= XPS_KV_WT_KEYS, "a record per pair");
-_Static_assert((XPS_KV_WT_KEYS & (XPS_KV_WT_KEYS - 1)) == 0,
+_Static_assert(XPS_KV_PAIRS <= XPS_CONN_WT_KEYS, "a record per pair");
+_Static_assert((XPS_CONN_WT_KEYS & (XPS_CONN_WT_KEYS - 1)) == 0,
 	       "records indexed under a mask");
 
 /* Forget the records being built (a write of several keys, all or none). */
@@ -925,7 +925,7 @@ static __always_inline void xps_kv_wt_drop(void)
 	struct xps_kv_wt_build *rec;
 	__u32 i, k;
 
-	for (i = 0; i < XPS_KV_WT_KEYS; i++) {
+	for (i = 0; i < XPS_CONN_WT_KEYS; i++) {
 		k = i;	/* the counter stays in a register (verifier) */
 		rec = bpf_map_lookup_elem(&xps_kv_wt_build, &k);
 		if (rec)
@@ -943,7 +943,8 @@ static __always_inline void xps_kv_wt_drop(void)
  * the CPU's xps_kv_wt_build; xps_kv_write_through_end() seals its value
  * and puts it in the data map, pending, and the records in the
  * connection's after the walk (the seal's frames do not fit on top of the
- * walk's); the egress step commits the value when that reply leaves.  Only over TCP, with replies counted on the connection, no
+ * walk's); the egress step commits the value when that reply leaves.
+ * Only over TCP, with replies counted on the connection, no
  * other record of the connection pending, the first write of its segment
  * to pass these checks (one write per segment; egress finds the reply
  * wherever it begins; a write of several keys stamps record 0 for its
@@ -970,7 +971,7 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 
 	/* this request's reply is number conn->owed + run->reqs */
 	if (!sc || !cgen || !run || run->proto != IPPROTO_TCP || !run->reqs ||
-	    idx >= XPS_KV_WT_KEYS)
+	    idx >= XPS_CONN_WT_KEYS)
 		return 0;
 	a = &sc->wt;
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
@@ -1009,10 +1010,7 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 	rec->gen = conn->gen;
 	rec->expect = a->expect;
 	rec->expect_len = a->expect_len;
-	rec->rec.hash = hash;
-	rec->rec.version = rec->v.version;
-	rec->rec.cgen = rec->v.cgen;
-	rec->rec.pad = 0;
+	rec->hash = hash;
 	rec->v.len = vlen;
 	rec->v.cas = 0;		/* unknown: a gets is not answered */
 	rec->v.client_flags = a->client_flags;
@@ -1029,12 +1027,12 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
  * stamped, if any, put them in the data map, pending (never served), and
  * hand the records to the egress step in the connection's record (struct
  * xps_conn_wt), all or none: egress clears a value's pending mark when
- * the write's reply says it took effect.  The
- * key's entry was deleted when the write was counted; a value put here is
- * never served before egress commits it, so it replaces nothing a GET
- * could have had.  @out, the staged reply, serves as scratch: a segment
- * with a write is not answered.  A global function, verified once
- * whatever the handler's state.
+ * the write's reply says it took effect.  The key's entry was deleted
+ * when the write was counted; a value put here is never served before
+ * egress commits it, so it replaces nothing a GET could have had.  @out,
+ * the staged reply, serves as scratch: a segment with a write is not
+ * answered.  A global function, verified once whatever the handler's
+ * state.
  */
 __attribute__((noinline))
 int xps_kv_write_through_end(struct xps_stage *out)
@@ -1042,6 +1040,7 @@ int xps_kv_write_through_end(struct xps_stage *out)
 	struct xps_run *run = xps__run();
 	struct xps_kv_wt_build *rec, *first;
 	__u32 zero = 0, i, k, vlen, seq;
+	struct xps_conn_wt_rec *r;
 	struct xps_conn *conn;
 	__u64 head;
 
@@ -1053,7 +1052,7 @@ int xps_kv_write_through_end(struct xps_stage *out)
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
 	if (!conn || (conn->flags & XPS_CONN_UNCOUNTED))
 		goto out;
-	for (i = 0; i < XPS_KV_WT_KEYS; i++) {
+	for (i = 0; i < XPS_CONN_WT_KEYS; i++) {
 		k = i;	/* the counter stays in a register (verifier) */
 		rec = bpf_map_lookup_elem(&xps_kv_wt_build, &k);
 		if (!rec || rec->reply != first->reply)
@@ -1074,7 +1073,7 @@ int xps_kv_write_through_end(struct xps_stage *out)
 		 * A value put before a failure stays pending, never served,
 		 * until the key is written or filled again.
 		 */
-		if (bpf_map_update_elem(&xps_data, &rec->rec.hash, &rec->v,
+		if (bpf_map_update_elem(&xps_data, &rec->hash, &rec->v,
 					BPF_ANY))
 			goto out;
 	}
@@ -1090,13 +1089,17 @@ int xps_kv_write_through_end(struct xps_stage *out)
 	conn->wt.expect = first->expect;
 	conn->wt.expect_len = first->expect_len;
 	conn->wt.n = i;
-	for (i = 0; i < XPS_KV_WT_KEYS; i++) {
+	for (i = 0; i < XPS_CONN_WT_KEYS; i++) {
 		k = i;	/* the counter stays in a register (verifier) */
 		rec = bpf_map_lookup_elem(&xps_kv_wt_build, &k);
 		if (!rec || i >= conn->wt.n)
 			break;
 		/* the mask only for the verifier: i is below it */
-		conn->wt.rec[i & (XPS_KV_WT_KEYS - 1)] = rec->rec;
+		r = &conn->wt.rec[i & (XPS_CONN_WT_KEYS - 1)];
+		r->hash = rec->hash;
+		r->version = rec->v.version;	/* the value's own stamps */
+		r->cgen = rec->v.cgen;
+		r->pad = 0;
 	}
 	/* fetching forms: ordered both ways on every architecture */
 	__sync_lock_test_and_set(&conn->wt.seq, (seq | 1) + 1);

@@ -96,9 +96,8 @@ struct xps_kv_arm {
  * the write, and put in the context's data map at once with @pending set
  * (struct xps_kv_value); the connection's record (struct xps_conn_wt in
  * include/xps/abi.h) names the reply that decides it, at most
- * XPS_KV_WT_KEYS values of one write.
+ * XPS_CONN_WT_KEYS values of one write.
  */
-#define XPS_KV_WT_KEYS		XPS_CONN_WT_KEYS
 
 /*
  * The head of every kv-cache handler's state (XPS_STATE_MAP value: struct
