@@ -41,7 +41,7 @@ struct {
 /* The handler's own instance (the tool reuses its fd). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, XPS_RUN_LEVELS);
 	__type(key, __u32);
 	__type(value, struct xps_run);
 } xps_run SEC(".maps");

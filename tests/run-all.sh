@@ -79,6 +79,8 @@ for s in "${suites[@]}"; do
 			bash -c "$(declare -f need_root); need_root integration && XPS_BACKEND=stock python3 tests/integration/test_soak.py"
 		run "integration: reply ordering, stock backend" \
 			bash -c "$(declare -f need_root); need_root integration && XPS_BACKEND=stock python3 tests/integration/test_ordering.py"
+		run "integration: runs interrupting runs (two namespaces), stock backend" \
+			bash -c "$(declare -f need_root); need_root integration && XPS_BACKEND=stock python3 tests/integration/test_nested.py"
 		run "integration: Debian packages and the systemd unit, stock backend" \
 			bash -c "$(declare -f need_root); need_root integration && XPS_BACKEND=stock python3 tests/integration/test_packaging.py"
 		for svc in redis memcached http cluster nats; do

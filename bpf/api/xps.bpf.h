@@ -339,6 +339,32 @@ static __always_inline void xps_requests_lost(struct __sk_buff *skb)
 		__uint(map_flags, BPF_F_MMAPABLE);			\
 	} xps_state SEC(".maps")
 
+/*
+ * XPS_SCRATCH_MAP(): per-CPU working memory too big for the stack, one
+ * value for each run that may be under way on a CPU at once: a run can
+ * interrupt another on its CPU (XPS_RUN_LEVELS) and must not write over
+ * its scratch.  xps_scratch() finds the current run's value (or NULL);
+ * never look such a map up at a fixed key.
+ *
+ *	struct my_scratch { __u8 buf[2048]; };
+ *	XPS_SCRATCH_MAP(my_scratch_map, struct my_scratch);
+ *	...
+ *	struct my_scratch *sc = xps_scratch(&my_scratch_map);
+ */
+#define XPS_SCRATCH_MAP(name, value_type)				\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);		\
+		__uint(max_entries, XPS_RUN_LEVELS);			\
+		__type(key, __u32);					\
+		__type(value, value_type);				\
+	} name SEC(".maps")
+
+#define xps_scratch(map)						\
+	({								\
+		__u32 __k = xps__level();				\
+		bpf_map_lookup_elem(map, &__k);				\
+	})
+
 
 /* ---- the server ------------------------------------------------------- */
 

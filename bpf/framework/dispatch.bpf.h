@@ -185,37 +185,63 @@ static __always_inline int resolve_slot(struct __sk_buff *skb,
 }
 
 /*
- * The run state (and the handlers' per-CPU scratch) serves one run per CPU
- * at a time, but a run can be interrupted by another on the same CPU: the
- * stock stream verdict and the native hook also run in process context
- * (backlog processing in release_sock() runs with softirqs enabled), and a
- * softirq arriving meanwhile runs the program again, on another socket or
- * the same one.  Seen under load: the inner run overwrote the outer one's
- * state and one request was answered twice, the next one never.  A run
- * that finds another under way on its CPU leaves everything alone and
- * passes its request uncounted (pass_uncounted()).  A run ends in xps__run_end(),
- * called by xps__account() for every handler verdict and by every
- * framework exit; a run started more than XPS_RUN_STALE_NS ago is over
- * whatever its flag says, so a missed clear costs passes for that long,
- * never a wrong answer.
+ * The run state (and the handlers' per-CPU scratch) is per CPU, but a run
+ * can be interrupted by another on the same CPU: the stock stream verdict
+ * also runs in process context (backlog processing in release_sock() runs
+ * with softirqs enabled), and a softirq arriving meanwhile runs the
+ * program again, on another socket (the first one's segments go to its
+ * backlog while it is owned).  Under load with writes, a connection's
+ * segments reach the verdict from backlog processing often enough that
+ * passing the interrupting run uncounted lost most connections' counts
+ * within seconds.  So the state has a level for each: a run finding
+ * entry 0 busy takes entry 1 and marks entry 0 (xps_run.inner) until it
+ * ends, and the handler API and scratch follow the innermost run
+ * (xps__run(), xps__level()).
+ *
+ * That holds only while the interrupting run finishes before the other
+ * goes on, which a softirq does (it is not preempted, and softirqs do not
+ * nest); a run in process context can be preempted by a task running the
+ * program in turn.  So only a caller that knows it runs in softirq
+ * (@can_nest) may take level 1: the stock verdict on a socket its owner
+ * does not hold, the TC ingress program.  A run that cannot have a level
+ * of its own leaves everything alone and passes its request uncounted
+ * (pass_uncounted()).  A run ends in xps__run_end(), called by
+ * xps__account() for every handler verdict and by every framework exit; a
+ * run started more than XPS_RUN_STALE_NS ago is over whatever its flag
+ * says, so a missed clear costs passes for that long, never a wrong
+ * answer.
  */
 #define XPS_RUN_STALE_NS	(20 * 1000 * 1000ULL)
 
-static __always_inline struct xps_run *run_begin(int *nested)
+static __always_inline struct xps_run *run_begin(int *nested, int can_nest)
 {
-	struct xps_run *run = xps__run();
+	__u32 zero = 0, one = 1;
+	struct xps_run *run, *outer;
 	__u64 now = bpf_ktime_get_ns();
 
 	*nested = 0;
-	if (!run)
+	outer = bpf_map_lookup_elem(&xps_run, &zero);
+	if (!outer)
 		return NULL;
-	if (run->active && now - run->start_ns < XPS_RUN_STALE_NS) {
+	if (!outer->active || now - outer->start_ns >= XPS_RUN_STALE_NS) {
+		/* also forgets a stale inner run */
+		__builtin_memset(outer, 0, sizeof(*outer));
+		outer->start_ns = now;
+		outer->active = 1;
+		return outer;
+	}
+	run = bpf_map_lookup_elem(&xps_run, &one);
+	if (!run || !can_nest ||
+	    (outer->inner && run->active &&
+	     now - run->start_ns < XPS_RUN_STALE_NS)) {
 		*nested = 1;
 		return NULL;
 	}
 	__builtin_memset(run, 0, sizeof(*run));
 	run->start_ns = now;
 	run->active = 1;
+	run->level = 1;
+	outer->inner = 1;
 	return run;
 }
 

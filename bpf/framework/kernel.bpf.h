@@ -62,6 +62,20 @@ struct sock___xps {
 	__u16 sk_protocol;
 } __attribute__((preserve_access_index));
 
+/*
+ * Defined by PREEMPT_RT kernels only (kernel/softirq.c), where softirqs
+ * run preemptible: its presence in the kernel's BTF says so.
+ */
+struct softirq_ctrl___xps {
+	int cnt;
+};
+
+/* Whether a run in softirq ends before anything else on its CPU runs. */
+static __always_inline int softirq_runs_whole(void)
+{
+	return !bpf_core_type_exists(struct softirq_ctrl___xps);
+}
+
 #define XPS_TCP_CLOSE	7	/* include/net/tcp_states.h */
 #define XPS_TCP_LISTEN	10
 

@@ -47,9 +47,10 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 		cookie = bpf_get_socket_cookie(skb);
 		conn = bpf_map_lookup_elem(&xps_conns, &cookie);
 	}
-	run = run_begin(&nested);
+	/* the hook runs with BH off: a run here interrupts none */
+	run = run_begin(&nested, 0);
 	if (!run) {
-		/* the hook runs with BH off: only a stale flag gets here */
+		/* only a stale flag gets here */
 		pass_uncounted(conn, XPS_LOST_NESTED);
 		return XPS_PASS;
 	}

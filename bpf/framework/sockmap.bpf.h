@@ -16,14 +16,9 @@
  */
 static __always_inline int sockmap_may_consume(struct __sk_buff *skb,
 					       struct xps_conn *conn,
+					       struct tcp_sock___xps *tp,
 					       struct xps_run *run)
 {
-	struct tcp_sock___xps *tp;
-	struct bpf_sock *sk = skb->sk;
-
-	if (!sk)
-		return 0;
-	tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(sk);
 	if (!tp)
 		return 0;
 	run->write_seq = tp->write_seq;
@@ -94,6 +89,7 @@ static __always_inline __u32 sockmap_trim_seen(struct __sk_buff *skb,
 SEC("sk_skb/stream_verdict")
 int xps_stream_verdict(struct __sk_buff *skb)
 {
+	struct tcp_sock___xps *tp = NULL;
 	struct xps_config *cfg;
 	struct xps_conn *conn;
 	struct xps_run *run;
@@ -110,7 +106,16 @@ int xps_stream_verdict(struct __sk_buff *skb)
 	/* a bare FIN reaches the verdict as an empty skb: not a request */
 	if (!skb->len)
 		return XPS__SK_PASS;
-	run = run_begin(&nested);
+	if (skb->sk)
+		tp = (struct tcp_sock___xps *)bpf_skc_to_tcp_sock(skb->sk);
+	/*
+	 * A socket its owner does not hold gets its segments in softirq
+	 * (otherwise they wait in its backlog): this run may interrupt one
+	 * in process context, and ends before it (run_begin()).
+	 */
+	nested = tp && !((struct sock___xps *)tp)->sk_lock.owned &&
+		 softirq_runs_whole();
+	run = run_begin(&nested, nested);
 	if (nested) {
 		pass_uncounted(conn, XPS_LOST_NESTED);
 		return XPS__SK_PASS;
@@ -131,7 +136,7 @@ int xps_stream_verdict(struct __sk_buff *skb)
 	run->proto = IPPROTO_TCP;
 	run->family = skb->family == AF_INET ? AF_INET : AF_INET6;
 	run->payload_len = skb->len;
-	run->may_consume = sockmap_may_consume(skb, conn, run);
+	run->may_consume = sockmap_may_consume(skb, conn, tp, run);
 	sub = resolve_slot(skb, run, conn->slot);
 	if (sub < 0) {
 		pass_uncounted(conn, XPS_LOST_NO_RUN);

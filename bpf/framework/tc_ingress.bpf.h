@@ -107,7 +107,8 @@ int xps_tc_ingress(struct __sk_buff *skb)
 	key.lport = bpf_ntohs(uh.dest);
 	key.rport = bpf_ntohs(uh.source);
 
-	run = run_begin(&nested);
+	/* TC ingress runs in softirq, or with softirqs off */
+	run = run_begin(&nested, softirq_runs_whole());
 	if (!run)
 		return TC_ACT_OK;
 	if (pred_lookup(&key, &slot)) {

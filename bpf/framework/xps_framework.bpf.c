@@ -45,6 +45,7 @@
 #include "proto/reply.bpf.h"
 /* the NATS walk reads the bytes a route sends (egress.bpf.h) */
 #define XPS_NATS_LOAD(skb, off, dst, n) bpf_skb_load_bytes((skb), (off), (dst), (n))
+#define XPS_NATS_SCRATCH_KEY XPS_RUN_LEVELS
 #include "lib/nats.bpf.h"
 
 /* The roles, in the order they build on each other */

@@ -145,7 +145,7 @@ struct xps_kv_scratch {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, XPS_RUN_LEVELS);
 	__type(key, __u32);
 	__type(value, struct xps_kv_scratch);
 } xps_kv_scratch SEC(".maps");
@@ -156,7 +156,7 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, XPS_RUN_LEVELS);
 	__type(key, __u32);
 	__type(value, struct xps_stage);
 } xps_kv_stage SEC(".maps");
@@ -258,7 +258,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, XPS_RUN_LEVELS);
 	__type(key, __u32);
 	__type(value, struct xps_kv_carry);
 } xps_kv_carry_build SEC(".maps");
@@ -275,12 +275,13 @@ int xps_kv_carry_save(struct xps_kv_scratch *sc, __u32 off, __u32 n)
 {
 	struct xps_run *run = xps__run();
 	struct xps_kv_carry *cr;
-	__u32 zero = 0, i;
+	__u32 lvl, i;
 
 	if (!sc || !run || run->proto != IPPROTO_TCP || n < 1 ||
 	    n > XPS_KV_CARRY_MAX || off > XPS_SCRATCH)
 		return -1;
-	cr = bpf_map_lookup_elem(&xps_kv_carry_build, &zero);
+	lvl = run->level ? 1 : 0;
+	cr = bpf_map_lookup_elem(&xps_kv_carry_build, &lvl);
 	if (!cr)
 		return -1;
 	/* whole words: the last may read up to 7 bytes past the head,
@@ -906,11 +907,12 @@ struct xps_kv_wt_build {
 
 /*
  * The write-through records being built, per CPU (too big for the stack):
- * one per key of the write, from index 0 up.
+ * one per key of the write, from index 0 up, XPS_CONN_WT_KEYS for each
+ * level of runs (XPS_SCRATCH_MAP()).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, XPS_CONN_WT_KEYS);
+	__uint(max_entries, XPS_RUN_LEVELS * XPS_CONN_WT_KEYS);
 	__type(key, __u32);
 	__type(value, struct xps_kv_wt_build);
 } xps_kv_wt_build SEC(".maps");
@@ -919,15 +921,23 @@ _Static_assert(XPS_KV_PAIRS <= XPS_CONN_WT_KEYS, "a record per pair");
 _Static_assert((XPS_CONN_WT_KEYS & (XPS_CONN_WT_KEYS - 1)) == 0,
 	       "records indexed under a mask");
 
+/* Record @i of the current run's level, from xps__level()'s @base. */
+static __always_inline struct xps_kv_wt_build *xps_kv_wt_rec(__u32 base,
+							     __u32 i)
+{
+	__u32 k = base * XPS_CONN_WT_KEYS + (i & (XPS_CONN_WT_KEYS - 1));
+
+	return bpf_map_lookup_elem(&xps_kv_wt_build, &k);
+}
+
 /* Forget the records being built (a write of several keys, all or none). */
 static __always_inline void xps_kv_wt_drop(void)
 {
 	struct xps_kv_wt_build *rec;
-	__u32 i, k;
+	__u32 i, base = xps__level();
 
 	for (i = 0; i < XPS_CONN_WT_KEYS; i++) {
-		k = i;	/* the counter stays in a register (verifier) */
-		rec = bpf_map_lookup_elem(&xps_kv_wt_build, &k);
+		rec = xps_kv_wt_rec(base, i);
 		if (rec)
 			rec->reply = 0;
 	}
@@ -966,7 +976,7 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 	struct xps_kv_wt_build *rec, *first;
 	struct xps_kv_wt_args *a;
 	struct xps_conn *conn;
-	__u32 zero = 0, vlen, reply;
+	__u32 vlen, reply;
 	__u64 *ver;
 
 	/* this request's reply is number conn->owed + run->reqs */
@@ -975,8 +985,8 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 		return 0;
 	a = &sc->wt;
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
-	first = bpf_map_lookup_elem(&xps_kv_wt_build, &zero);
-	rec = bpf_map_lookup_elem(&xps_kv_wt_build, &idx);
+	first = xps_kv_wt_rec(run->level ? 1 : 0, 0);
+	rec = xps_kv_wt_rec(run->level ? 1 : 0, idx);
 	if (!conn || !first || !rec ||
 	    (conn->flags & (XPS_CONN_UNCOUNTED | XPS_CONN_EGRESS)) !=
 	    XPS_CONN_EGRESS)
@@ -1039,12 +1049,13 @@ int xps_kv_write_through_end(struct xps_stage *out)
 {
 	struct xps_run *run = xps__run();
 	struct xps_kv_wt_build *rec, *first;
-	__u32 zero = 0, i, k, vlen, seq;
+	__u32 i, vlen, seq, base;
 	struct xps_conn_wt_rec *r;
 	struct xps_conn *conn;
 	__u64 head;
 
-	first = bpf_map_lookup_elem(&xps_kv_wt_build, &zero);
+	base = run && run->level ? 1 : 0;
+	first = xps_kv_wt_rec(base, 0);
 	if (!first || !first->reply)
 		return 0;
 	if (!out || !run)
@@ -1053,8 +1064,7 @@ int xps_kv_write_through_end(struct xps_stage *out)
 	if (!conn || (conn->flags & XPS_CONN_UNCOUNTED))
 		goto out;
 	for (i = 0; i < XPS_CONN_WT_KEYS; i++) {
-		k = i;	/* the counter stays in a register (verifier) */
-		rec = bpf_map_lookup_elem(&xps_kv_wt_build, &k);
+		rec = xps_kv_wt_rec(base, i);
 		if (!rec || rec->reply != first->reply)
 			break;
 		vlen = rec->v.len;
@@ -1090,8 +1100,7 @@ int xps_kv_write_through_end(struct xps_stage *out)
 	conn->wt.expect_len = first->expect_len;
 	conn->wt.n = i;
 	for (i = 0; i < XPS_CONN_WT_KEYS; i++) {
-		k = i;	/* the counter stays in a register (verifier) */
-		rec = bpf_map_lookup_elem(&xps_kv_wt_build, &k);
+		rec = xps_kv_wt_rec(base, i);
 		if (!rec || i >= conn->wt.n)
 			break;
 		/* the mask only for the verifier: i is below it */

@@ -6,7 +6,11 @@
  * by the NATS handler (the bytes a server receives) and by the
  * framework's egress step (the bytes it sends).  The includer defines
  * XPS_NATS_LOAD(skb, off, dst, len) first: xps_load() in a handler,
- * bpf_skb_load_bytes() at egress.
+ * bpf_skb_load_bytes() at egress; and XPS_NATS_SCRATCH_KEY, its entry of
+ * the per-CPU scratch: the run's level in a handler (xps__level()),
+ * XPS_RUN_LEVELS at egress, which can interrupt a run (a softirq's
+ * transmit during backlog processing) but not another egress step (the
+ * transmit path runs with softirqs off).
  */
 #ifndef __XPS_LIB_NATS_BPF_H
 #define __XPS_LIB_NATS_BPF_H
@@ -35,7 +39,7 @@ _Static_assert((XPS_NATS_BATCH + 1) * XPS_NATS_REPLY_MAX <= 512,
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, XPS_RUN_LEVELS + 1);
 	__type(key, __u32);
 	__type(value, struct xps_nats_scratch);
 } xps_nats_scratch SEC(".maps");
@@ -255,7 +259,7 @@ static __always_inline void xps_nats_ack_passed(const struct xps_nats_buf *nb,
 	struct xps_nats_hb_key key = { .cookie = cookie };
 	struct xps_nats_scratch *sc;
 	struct xps_nats_ack *a;
-	__u32 zero = 0, len = nb->l.msg_len;
+	__u32 sidx = XPS_NATS_SCRATCH_KEY, len = nb->l.msg_len;
 
 	key.inbox = xps_nats_key(nb, 1, 0);
 	a = bpf_map_lookup_elem(&xps_nats_acks, &key);
@@ -270,7 +274,7 @@ static __always_inline void xps_nats_ack_passed(const struct xps_nats_buf *nb,
 		 * here): one on the stack would take the egress step's
 		 * call chain past 512 bytes.
 		 */
-		sc = bpf_map_lookup_elem(&xps_nats_scratch, &zero);
+		sc = bpf_map_lookup_elem(&xps_nats_scratch, &sidx);
 		if (!sc)
 			return;
 		_Static_assert(sizeof(struct xps_nats_ack) <=
@@ -302,7 +306,7 @@ static __always_inline void xps_nats_passed(const struct xps_nats_buf *nb,
 	struct xps_nats_hb_key key = { .cookie = cookie };
 	struct xps_nats_scratch *sc;
 	struct xps_nats_hb *e;
-	__u32 zero = 0, len = nb->l.msg_len;
+	__u32 sidx = XPS_NATS_SCRATCH_KEY, len = nb->l.msg_len;
 	__u64 gstamp, epoch;
 
 	key.inbox = xps_nats_key(nb, 2, 0);
@@ -311,7 +315,7 @@ static __always_inline void xps_nats_passed(const struct xps_nats_buf *nb,
 	xps_nats_count(XPS_NATS_ST_PASSED);
 	e = bpf_map_lookup_elem(&xps_nats_hbs, &key);
 	if (!e) {
-		sc = bpf_map_lookup_elem(&xps_nats_scratch, &zero);
+		sc = bpf_map_lookup_elem(&xps_nats_scratch, &sidx);
 		if (!sc)
 			return;
 		__builtin_memset(&sc->hb, 0, sizeof(sc->hb));
@@ -545,10 +549,10 @@ static __always_inline int xps_nats_walk(struct __sk_buff *skb,
 		.skb = skb, .rp = rp, .cookie = cookie, .off = off,
 		.end = end, .how = how,
 	};
+	__u32 sidx = XPS_NATS_SCRATCH_KEY;
 	struct xps_nats_scratch *sc;
-	__u32 zero = 0;
 
-	sc = bpf_map_lookup_elem(&xps_nats_scratch, &zero);
+	sc = bpf_map_lookup_elem(&xps_nats_scratch, &sidx);
 	if (!sc)
 		return -1;
 	w.nb = &sc->in;

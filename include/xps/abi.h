@@ -132,6 +132,14 @@ struct xps_ctx_info {
 };
 
 /*
+ * Runs one CPU may have under way at once, one inside the other: a run in
+ * process context (backlog processing, with softirqs enabled) and a
+ * softirq's run that interrupts it (run_begin() in the framework).  The
+ * run state and every per-CPU scratch map have one entry per level.
+ */
+#define XPS_RUN_LEVELS	2
+
+/*
  * Per-CPU scratch the framework fills before tail-calling a handler; the
  * helpers in xps.bpf.h read it.  Valid only for the current run.
  */
@@ -156,7 +164,8 @@ struct xps_run {
 	__u32 reqs;
 	__u32 reqs_nobody;	/* bit i: request i's reply has no body (HEAD) */
 	__u32 counted;		/* enum xps_count */
-	__u32 pad;
+	__u16 level;		/* this entry's index, below XPS_RUN_LEVELS */
+	__u16 inner;		/* entry 0: a run of level 1 is under way */
 };
 
 /* Whether the handler counted the requests of a segment (struct xps_run). */

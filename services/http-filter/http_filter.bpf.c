@@ -43,7 +43,7 @@ struct http_scratch {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, XPS_RUN_LEVELS);
 	__type(key, __u32);
 	__type(value, struct http_scratch);
 } http_scratch SEC(".maps");
@@ -133,7 +133,7 @@ int xps_http_filter(struct __sk_buff *skb)
 		start = cs->skip;	/* requests after it: nginx's too */
 		cs->skip = 0;
 	}
-	sc = bpf_map_lookup_elem(&http_scratch, &zero);
+	sc = xps_scratch(&http_scratch);
 	st = bpf_map_lookup_elem(&xps_state, &zero);
 	if (!sc || !st)
 		return xps_pass(skb);

@@ -340,9 +340,9 @@ int xps_memcached(struct __sk_buff *skb)
 	int cas = 0;
 	__u64 now;
 
-	sc = bpf_map_lookup_elem(&xps_kv_scratch, &zero);
+	sc = xps_scratch(&xps_kv_scratch);
 	st = bpf_map_lookup_elem(&xps_state, &zero);
-	w.out = bpf_map_lookup_elem(&xps_kv_stage, &zero);
+	w.out = xps_scratch(&xps_kv_stage);
 	if (!sc || !st || !w.out)
 		return xps_pass(skb);
 	w.sc = sc;

@@ -22,6 +22,7 @@
 #include "xps.bpf.h"
 
 #define XPS_NATS_LOAD(skb, off, dst, n) xps_load((skb), (off), (dst), (n))
+#define XPS_NATS_SCRATCH_KEY xps__level()
 #include "lib/nats.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -285,11 +286,11 @@ int xps_nats(struct __sk_buff *skb)
 	struct xps_run *run = xps__run();
 	struct xps_nats_scratch *sc;
 	struct xps_nats_conn *nc;
-	__u32 zero = 0, len, n, k = 0;
+	__u32 len, n, k = 0;
 	__u64 cookie;
 
 	len = xps_len(skb);
-	sc = bpf_map_lookup_elem(&xps_nats_scratch, &zero);
+	sc = xps_scratch(&xps_nats_scratch);
 	if (!run || !sc || xps_proto(skb) != IPPROTO_TCP)
 		goto lost;
 	cookie = run->cookie;

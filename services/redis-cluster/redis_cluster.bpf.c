@@ -41,7 +41,7 @@ struct cluster_scratch {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, XPS_RUN_LEVELS);
 	__type(key, __u32);
 	__type(value, struct cluster_scratch);
 } cluster_scratch SEC(".maps");
@@ -217,14 +217,14 @@ int xps_redis_cluster(struct __sk_buff *skb)
 {
 	struct cluster_scratch *sc;
 	struct cluster_value *tmpl;
-	__u32 zero = 0, len, count, tlen;
+	__u32 len, count, tlen;
 	__u64 now;
 
 	len = xps_len(skb);
 	if (len < CLUSTER_HDR_LEN || len > CLUSTER_PING_MAX ||
 	    !xps_may_consume(skb))
 		return count_messages(skb, len);
-	sc = bpf_map_lookup_elem(&cluster_scratch, &zero);
+	sc = xps_scratch(&cluster_scratch);
 	if (!sc || xps_load(skb, 0, sc->hdr, CLUSTER_HDR_LEN))
 		return count_messages(skb, len);
 

@@ -33,14 +33,14 @@ static __always_inline __u16 xps__csum_fold(__u64 sum)
 #define XPS__CSUM_CHUNK 512
 #define XPS__CSUM_CHUNKS 4
 
-/* Scratch for the UDP checksum, one per CPU (TC runs with BH off). */
+/* Scratch for the UDP checksum, per CPU and level of runs (run.bpf.h). */
 struct xps__csum_buf {
 	__u8 b[XPS__CSUM_CHUNK];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, XPS_RUN_LEVELS);
 	__type(key, __u32);
 	__type(value, struct xps__csum_buf);
 } xps__csum_scratch SEC(".maps");
@@ -55,7 +55,7 @@ struct {
 static __always_inline int xps__tc_bounce(struct __sk_buff *skb,
 					  struct xps_run *run)
 {
-	__u32 zero = 0, l3 = run->l3_off, l4 = run->l4_off;
+	__u32 lvl = run->level ? 1 : 0, l3 = run->l3_off, l4 = run->l4_off;
 	__u32 udp_len = sizeof(struct udphdr) + run->payload_len;
 	struct xps__csum_buf *cb;
 	struct ethhdr eth;
@@ -105,7 +105,7 @@ static __always_inline int xps__tc_bounce(struct __sk_buff *skb,
 	}
 	sum += bpf_csum_diff(0, 0, (__be32 *)&uh, sizeof(uh), 0);
 
-	cb = bpf_map_lookup_elem(&xps__csum_scratch, &zero);
+	cb = bpf_map_lookup_elem(&xps__csum_scratch, &lvl);
 	if (!cb)
 		return -1;
 	for (i = 0; i < XPS__CSUM_CHUNKS; i++) {

@@ -25,10 +25,13 @@
 
 /* ---- shared by the framework and the handler API -------------------- */
 
-/* The current run's state, one per CPU (struct xps_run). */
+/*
+ * The current run's state, per CPU and per level of nesting (struct
+ * xps_run, XPS_RUN_LEVELS).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, XPS_RUN_LEVELS);
 	__type(key, __u32);
 	__type(value, struct xps_run);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);

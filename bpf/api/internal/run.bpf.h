@@ -56,19 +56,53 @@ const volatile __u32 xps_reply_kfunc;
 const volatile __u32 xps_framing =
 	XPS_REPLY_PROTO == XPS_REPLY_NATS ? XPS_REPLY_NATS : 0;
 
+/*
+ * The state of the run under way on this CPU: entry 0, or entry 1 while a
+ * run of level 1 interrupts the one of entry 0 (run_begin() in the
+ * framework).  The interrupting run ends before the other goes on, so
+ * whoever asks is the innermost run.
+ */
 static __always_inline struct xps_run *xps__run(void)
 {
-	__u32 zero = 0;
+	struct xps_run *run;
+	__u32 key = 0;
 
-	return bpf_map_lookup_elem(&xps_run, &zero);
+	run = bpf_map_lookup_elem(&xps_run, &key);
+	if (!run)
+		return NULL;
+	key = run->inner;
+	return bpf_map_lookup_elem(&xps_run, &key);
+}
+
+/*
+ * The key of the current run's entry in a per-CPU scratch map of
+ * XPS_RUN_LEVELS entries (XPS_SCRATCH_MAP() in xps.bpf.h): a run that
+ * interrupts another must not write over its scratch.
+ */
+static __always_inline __u32 xps__level(void)
+{
+	struct xps_run *run = xps__run();
+
+	return run && run->level ? 1 : 0;
 }
 
 enum xps__outcome { XPS__TX, XPS__DROP, XPS__PASS, XPS__RESET, XPS__ERROR };
 
-/* The run is over: the CPU's run state and scratch are free again. */
+/*
+ * The run is over: its level's run state and scratch are free again, and
+ * the run it interrupted, if any, is the CPU's current one.
+ */
 static __always_inline void xps__run_end(struct xps_run *run)
 {
+	struct xps_run *outer;
+	__u32 zero = 0;
+
 	run->active = 0;
+	if (!run->level)
+		return;
+	outer = bpf_map_lookup_elem(&xps_run, &zero);
+	if (outer)
+		outer->inner = 0;
 }
 
 /*
