@@ -101,6 +101,43 @@ int xps_listen_close(__u64 *ctx)
 /* ---- TCP, both backends: connection records -------------------------- */
 
 /*
+ * The values of write-through record @wt (struct xps_conn_wt), pending in
+ * the data map of its context: committed (their pending mark cleared)
+ * when @ok, deleted otherwise.  Either only to an entry that is still
+ * this write's value, pending with the record's stamps: a fill or another
+ * write may have replaced it since.  A value committed after a later
+ * write of its key carries a stamp that is no longer current: it is never
+ * served, and only costs that key a miss.
+ */
+static __noinline void wt_settle(const struct xps_conn_wt *wt, int ok)
+{
+	const struct xps_conn_wt_rec *r;
+	struct xps_kv_value *v;
+	__u32 i, slot;
+	void *data;
+
+	if (!wt)
+		return;
+	slot = wt->slot;
+	data = bpf_map_lookup_elem(&xps_kv_datas, &slot);
+	if (!data)
+		return;
+	for (i = 0; i < XPS_CONN_WT_KEYS; i++) {
+		if (i >= wt->n)
+			break;
+		r = &wt->rec[i];
+		v = bpf_map_lookup_elem(data, &r->hash);
+		if (!v || !v->pending || v->version != r->version ||
+		    v->cgen != r->cgen)
+			continue;
+		if (ok)
+			*(volatile __u32 *)&v->pending = 0;
+		else
+			bpf_map_delete_elem(data, &r->hash);
+	}
+}
+
+/*
  * A slot whose handler frames the stream from its first byte
  * (XPS_SLOT_FRAMING_MASK): egress starts framing the service's bytes now,
  * and a NATS route gets its receive state.  0: the connection cannot be
@@ -151,6 +188,13 @@ int xps_sockops(struct bpf_sock_ops *skops)
 						     c->unacked);
 			if (c)
 				release_key_writes(c);
+			/*
+			 * A write whose reply egress never saw: its values
+			 * stay unconfirmed for good.  Nothing else writes the
+			 * record now (the socket is closed under its lock).
+			 */
+			if (c && c->wt_reply)
+				wt_settle(&c->wt, 0);
 			if (c && c->rp.proto == XPS_REPLY_NATS)
 				bpf_map_delete_elem(&xps_nats_conns, &cookie);
 			bpf_map_delete_elem(&xps_conns, &cookie);

@@ -286,27 +286,20 @@ static __always_inline void capture_emit(struct __sk_buff *skb,
 /*
  * Write-through (struct xps_conn_wt, docs/coherence.md): reply number
  * @reply, which answers a write whose values a kv-cache handler put in
- * its context's data map pending, has been counted.  Each value is
- * committed (its pending mark cleared) when that reply began in this
- * segment (at @start, which the walk noted where the reply before it
- * ended, or the segment's start; 0: not here) and begins with the bytes
- * the handler expects of a write that took effect; otherwise it is
- * deleted.  Either is done only to an entry that is still this write's
- * value, pending with the record's stamps: a fill or another write may
- * have replaced it since.  A value committed after a later write of its
- * key carries a stamp that is no longer current: it is never served, and
- * only costs that key a miss.  Its own subprogram: its frame stays off
- * the reply walk's.
+ * its context's data map pending, has been counted.  Its values are
+ * committed when that reply began in this segment (at @start, which the
+ * walk noted where the reply before it ended, or the segment's start; 0:
+ * not here) and begins with the bytes the handler expects of a write that
+ * took effect; otherwise they are deleted (wt_settle()).  Its own
+ * subprogram: its frame stays off the reply walk's.
  */
 static __noinline void wt_commit(struct __sk_buff *skb, struct xps_conn *conn,
 				 __u32 reply, __u32 start, __u32 end)
 {
 	struct xps_config *cfg = config();
 	struct xps_conn_wt wt;
-	struct xps_kv_value *v;
 	__u64 got = 0, mask;
-	__u32 seq, n, i, ok = 0;
-	void *data;
+	__u32 seq, n, ok = 0;
 
 	/* a copy read whole between two even, equal @seq (struct xps_conn_wt) */
 	seq = __sync_fetch_and_add(&conn->wt.seq, 0);
@@ -320,23 +313,7 @@ static __noinline void wt_commit(struct __sk_buff *skb, struct xps_conn *conn,
 		mask = n == 8 ? ~0ULL : (1ULL << (n * 8)) - 1;
 		ok = (got & mask) == wt.expect;
 	}
-	data = bpf_map_lookup_elem(&xps_kv_datas, &wt.slot);
-	if (!data)
-		return;
-	for (i = 0; i < XPS_CONN_WT_KEYS; i++) {
-		const struct xps_conn_wt_rec *r = &wt.rec[i];
-
-		if (i >= wt.n)
-			break;
-		v = bpf_map_lookup_elem(data, &r->hash);
-		if (!v || !v->pending || v->version != r->version ||
-		    v->cgen != r->cgen)
-			continue;
-		if (ok)
-			*(volatile __u32 *)&v->pending = 0;
-		else
-			bpf_map_delete_elem(data, &r->hash);
-	}
+	wt_settle(&wt, ok);
 }
 
 /*

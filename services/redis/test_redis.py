@@ -10,6 +10,7 @@ import shutil
 import signal
 import itertools
 import socket
+import struct
 import subprocess
 import tempfile
 import threading
@@ -648,6 +649,35 @@ def test_write_through_with_a_reply_held_back():
                                      % after)
         c.close()
         b.close()
+    finally:
+        xpsctl("service", "stop", "redis", check=False)
+        r.close()
+
+
+@test
+def test_unanswered_write_forgotten_at_close():
+    """A write whose +OK never leaves (its connection does not read, then
+    resets): the value the handler put in the cache pending is deleted when
+    the connection closes, not kept there unserved; the kernel then learns
+    what Redis holds as for any other miss."""
+    r = Redis()
+    try:
+        c = start_serving(r)
+        key = "wt:gone"
+        eq(c.call("SET", key, "old"), b"+OK\r\n", "SET old")
+        eq(kernel_get(c, key, b"$3\r\nold\r\n"), True, "old committed")
+        a = Stalled(r)
+        a.send("SET", key, "from-a")
+        wait_for(lambda: kv_entry("redis", key.encode()) == (b"from-a", 1),
+                 what="A's value pending in the cache")
+        a.c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        a.c.close()     # a reset: the +OK never leaves
+        wait_for(lambda: kv_entry("redis", key.encode()) is None,
+                 what="A's pending value deleted when its connection closed")
+        want = b"$6\r\nfrom-a\r\n"
+        wait_for(lambda: kernel_get(c, key, want), timeout=10,
+                 what="the kernel answering what Redis holds")
+        c.close()
     finally:
         xpsctl("service", "stop", "redis", check=False)
         r.close()
