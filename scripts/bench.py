@@ -375,13 +375,13 @@ def redis_preload(srv, size, n):
         raise RuntimeError("Redis preload failed: " + p.stdout[-300:])
 
 
-def redis_service_warm(srv, size):
-    """Start the Redis service as "bench" and warm its cache: the filler
+def redis_service_warm(srv, size, name="bench", keyspace=1000):
+    """Start the Redis service as @name and warm its cache: the filler
     learns what the handler missed from the GETs' replies."""
-    xpsctl("service", "redis", "--port", srv.port, "--name", "bench")
+    xpsctl("service", "redis", "--port", srv.port, "--name", name)
     for _ in range(20):
-        redis_benchmark(srv.host, srv.port, 10, 1, 3000, size, keyspace=1000)
-        st = xpsctl("stats", "show", "bench")[0]
+        redis_benchmark(srv.host, srv.port, 10, 1, 3000, size, keyspace=keyspace)
+        st = xpsctl("stats", "show", name)[0]
         if st["runs"] and st["tx"] / st["runs"] > 0.9:
             break
 

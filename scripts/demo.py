@@ -158,14 +158,9 @@ def main():
         plain_mix = run_mix(srv, a.seconds)
 
         step("xpsctl service redis --port %d --name demo" % a.port)
-        bench.xpsctl("service", "redis", "--port", a.port, "--name", "demo")
         print("  warming the cache (the filler learns values from Redis's replies to the "
               "GETs the kernel passed)...", flush=True)
-        for _ in range(20):
-            bench.redis_benchmark(srv.host, srv.port, 10, 1, 3000, SIZE, keyspace=KEYS)
-            st = bench.xpsctl("stats", "show", "demo")[0]
-            if st["runs"] and st["tx"] / st["runs"] > 0.9:
-                break
+        bench.redis_service_warm(srv, SIZE, name="demo", keyspace=KEYS)
         xpsctl_show("service", "list")
 
         step("with XPS: the same GETs")
