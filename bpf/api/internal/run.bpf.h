@@ -57,10 +57,12 @@ const volatile __u32 xps_framing =
 	XPS_REPLY_PROTO == XPS_REPLY_NATS ? XPS_REPLY_NATS : 0;
 
 /*
- * The state of the run under way on this CPU: entry 0, or entry 1 while a
- * run of level 1 interrupts the one of entry 0 (run_begin() in the
- * framework).  The interrupting run ends before the other goes on, so
- * whoever asks is the innermost run.
+ * The state of the handler's run under way on this CPU: entry 0, or entry
+ * 1 while a run of level 1 interrupts the one of entry 0 (run_begin() in
+ * the framework).  The interrupting run ends before the other goes on, so
+ * whoever asks is the innermost run.  The native hook runs with softirqs
+ * off: its runs never nest, and its handlers read entry 0 alone.  (The
+ * framework keeps the pointer run_begin() gave it.)
  */
 static __always_inline struct xps_run *xps__run(void)
 {
@@ -68,8 +70,8 @@ static __always_inline struct xps_run *xps__run(void)
 	__u32 key = 0;
 
 	run = bpf_map_lookup_elem(&xps_run, &key);
-	if (!run)
-		return NULL;
+	if (xps_backend == XPS_BACKEND_NATIVE || !run)
+		return run;
 	key = run->inner;
 	return bpf_map_lookup_elem(&xps_run, &key);
 }
