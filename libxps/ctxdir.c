@@ -4,6 +4,7 @@
  * program and maps pinned there (and removed), the maps a new handler
  * object keeps or shares, and the application's label.
  */
+#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -91,6 +92,24 @@ void unpin_handler(const char *name)
 	for (i = 0; i < N_CTX_MAPS; i++)
 		unpin_one(name, ctx_maps[i].pin);
 	rmdir(dir);
+}
+
+/*
+ * Every context directory under XPS_PIN_CTX_DIR, whatever the framework's
+ * state says: for a framework libxps cannot open (another version's), whose
+ * slots it cannot list.
+ */
+void unpin_all_handlers(void)
+{
+	struct dirent *e;
+	DIR *d = opendir(XPS_PIN_CTX_DIR);
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			unpin_handler(e->d_name);
+	closedir(d);
 }
 
 /*

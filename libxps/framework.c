@@ -263,22 +263,51 @@ static int get_pinned(const char *name, int *fd)
 }
 
 /*
- * A framework pinned by another version of XPS may lay xps_config out
- * otherwise; a lookup into this version's struct would then overrun it.
+ * A framework pinned by another version of XPS may lay its maps out
+ * otherwise: xps_config (a lookup into this version's struct would overrun
+ * it), and the maps this version's handler objects share with it, which
+ * libbpf would refuse to reuse (the run state's levels, the connection
+ * records).  @max_entries 0: any number.
  */
-static int check_config_map(int fd)
+static int check_fw_map(int fd, const char *name, __u32 value_size,
+			__u32 max_entries)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
 
 	if (bpf_obj_get_info_by_fd(fd, &info, &len))
 		return -errno;
-	if (info.value_size != sizeof(struct xps_config)) {
-		pr_warn("the framework under %s was loaded by another version of XPS (xps_config of %u bytes, not %zu); remove it with 'xpsctl reset'\n",
-			XPS_PIN_ROOT, info.value_size, sizeof(struct xps_config));
+	if (info.value_size != value_size ||
+	    (max_entries && info.max_entries != max_entries)) {
+		pr_warn("the framework under %s was loaded by another version of XPS (%s: %u entries of %u bytes, not %u of %u); remove it with 'xpsctl reset'\n",
+			XPS_PIN_ROOT, name, info.max_entries, info.value_size,
+			max_entries ? max_entries : info.max_entries,
+			value_size);
 		return -EPROTO;
 	}
 	return 0;
+}
+
+static int check_config_map(int fd)
+{
+	return check_fw_map(fd, "xps_config", sizeof(struct xps_config), 1);
+}
+
+/* The maps of the pinned framework that handler objects share. */
+static int check_shared_maps(struct xps_fw *fw)
+{
+	int fd, err;
+
+	err = check_fw_map(fw->conns, "xps_conns", sizeof(struct xps_conn), 0);
+	if (err)
+		return err;
+	err = get_pinned(FW_MAP(xps_run), &fd);
+	if (err)
+		return err;
+	err = check_fw_map(fd, "xps_run", sizeof(struct xps_run),
+			   XPS_RUN_LEVELS);
+	close(fd);
+	return err;
 }
 
 int xps_framework__map_fd(enum xps_fw_map map)
@@ -340,6 +369,9 @@ int fw_open(struct xps_fw *fw)
 			XPS_PIN_ROOT, strerror(-err));
 		return err;
 	}
+	err = check_shared_maps(fw);
+	if (err)
+		return err;
 	if (bpf_map_lookup_elem(fw->config, &zero, &cfg))
 		return -errno;
 	fw->backend_tcp = cfg.backend_tcp;

@@ -136,6 +136,7 @@ LIBXPS_HIDDEN bool maps_same(int fd, const char *name);
 LIBXPS_HIDDEN int pin_handler(const char *name,
 			      const struct loaded_handler *h);
 LIBXPS_HIDDEN void unpin_handler(const char *name);
+LIBXPS_HIDDEN void unpin_all_handlers(void);
 LIBXPS_HIDDEN int pin_label(const char *name, const char *label);
 
 /* context.c */

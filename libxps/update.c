@@ -153,6 +153,10 @@ int xps_framework__purge(void)
 	if (err)
 		return libxps_err(err);
 	if (access(XPS_FW_PIN("xps_config"), F_OK)) {
+		/* no framework: a context directory left is an orphan */
+		unpin_all_handlers();
+		rmdir(XPS_PIN_CTX_DIR);
+		rmdir(XPS_PIN_ROOT);
 		fw_unlock(&fw);
 		return 0;
 	}
@@ -163,7 +167,12 @@ int xps_framework__purge(void)
 			    info.flags && !(info.flags & XPS_SLOT_SUB))
 				delete_slot(&fw, slot);
 	}
-	/* even an incomplete framework (err) is removed as far as it goes */
+	/*
+	 * Even an incomplete framework, or another version's (err), is
+	 * removed as far as it goes, with the contexts it could not list.
+	 */
+	if (err)
+		unpin_all_handlers();
 	fw_purge(&fw);
 	fw_unlock(&fw);
 	return 0;

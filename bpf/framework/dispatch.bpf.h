@@ -202,38 +202,65 @@ static __always_inline int resolve_slot(struct __sk_buff *skb,
  * goes on, which a softirq does (it is not preempted, and softirqs do not
  * nest); a run in process context can be preempted by a task running the
  * program in turn.  So only a caller that knows it runs in softirq
- * (@can_nest) may take level 1: the stock verdict on a socket its owner
- * does not hold, the TC ingress program.  A run that cannot have a level
- * of its own leaves everything alone and passes its request uncounted
- * (pass_uncounted()).  A run ends in xps__run_end(), called by
- * xps__account() for every handler verdict and by every framework exit; a
- * run started more than XPS_RUN_STALE_NS ago is over whatever its flag
- * says, so a missed clear costs passes for that long, never a wrong
- * answer.
+ * (XPS_RUN_SOFTIRQ) may take level 1: the stock verdict on a socket its
+ * owner does not hold, the TC ingress program.  A run that cannot have a
+ * level of its own leaves everything alone and passes its request
+ * uncounted (pass_uncounted()).
+ *
+ * A run ends in xps__run_end(), called by xps__account() for every
+ * handler verdict and by every framework exit.  A run that cannot be
+ * preempted (XPS_RUN_WHOLE: softirq, or softirqs off) and started more
+ * than XPS_RUN_STALE_NS ago is over whatever its flag says, so a missed
+ * clear costs passes for that long.  A run that may be preempted (in
+ * process context) is held: it may be off its CPU for any time, and
+ * taking its entry over would answer its request with another's state.
+ * Its entry is taken over only by a later run of the same task, which
+ * cannot be inside a run of its own in process context: its clear was
+ * missed.  Otherwise a missed clear costs its CPU's process-context runs
+ * their count until then (a handler that returns without a verdict
+ * breaks the API's contract).
  */
 #define XPS_RUN_STALE_NS	(20 * 1000 * 1000ULL)
 
-static __always_inline struct xps_run *run_begin(int *nested, int can_nest)
+/* How a run may start (run_begin()). */
+#define XPS_RUN_WHOLE	1	/* nothing preempts it */
+#define XPS_RUN_SOFTIRQ	2	/* it may interrupt a run in process context */
+
+/* Whether the run of entry @run is still under way. */
+static __always_inline int run_busy(struct xps_run *run, __u64 now,
+				    __u32 task)
 {
-	__u32 zero = 0, one = 1;
+	if (!run->active)
+		return 0;
+	if (run->held)
+		return run->task != task;
+	return now - run->start_ns < XPS_RUN_STALE_NS;
+}
+
+static __always_inline struct xps_run *run_begin(int *nested, int how)
+{
+	__u32 zero = 0, one = 1, task = 0;
 	struct xps_run *run, *outer;
 	__u64 now = bpf_ktime_get_ns();
 
 	*nested = 0;
+	if (!(how & XPS_RUN_WHOLE))
+		task = (__u32)bpf_get_current_pid_tgid();
 	outer = bpf_map_lookup_elem(&xps_run, &zero);
 	if (!outer)
 		return NULL;
-	if (!outer->active || now - outer->start_ns >= XPS_RUN_STALE_NS) {
+	if (!run_busy(outer, now, task)) {
 		/* also forgets a stale inner run */
 		__builtin_memset(outer, 0, sizeof(*outer));
 		outer->start_ns = now;
 		outer->active = 1;
+		outer->held = !(how & XPS_RUN_WHOLE);
+		outer->task = task;
 		return outer;
 	}
 	run = bpf_map_lookup_elem(&xps_run, &one);
-	if (!run || !can_nest ||
-	    (outer->inner && run->active &&
-	     now - run->start_ns < XPS_RUN_STALE_NS)) {
+	if (!run || !(how & XPS_RUN_SOFTIRQ) ||
+	    (outer->inner && run_busy(run, now, task))) {
 		*nested = 1;
 		return NULL;
 	}

@@ -47,8 +47,11 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 		cookie = bpf_get_socket_cookie(skb);
 		conn = bpf_map_lookup_elem(&xps_conns, &cookie);
 	}
-	/* the hook runs with BH off: a run here interrupts none */
-	run = run_begin(&nested, 0);
+	/*
+	 * The hook runs with softirqs off: a run here interrupts none, and
+	 * is not preempted (but on PREEMPT_RT)
+	 */
+	run = run_begin(&nested, softirq_runs_whole() ? XPS_RUN_WHOLE : 0);
 	if (!run) {
 		/* only a stale flag gets here */
 		pass_uncounted(conn, XPS_LOST_NESTED);

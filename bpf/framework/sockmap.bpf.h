@@ -111,10 +111,11 @@ int xps_stream_verdict(struct __sk_buff *skb)
 	/*
 	 * A socket its owner does not hold gets its segments in softirq
 	 * (otherwise they wait in its backlog): this run may interrupt one
-	 * in process context, and ends before it (run_begin()).
+	 * in process context, and ends before it (run_begin()).  On a
+	 * socket its owner holds, it runs in process context.
 	 */
 	nested = tp && !((struct sock___xps *)tp)->sk_lock.owned &&
-		 softirq_runs_whole();
+		 softirq_runs_whole() ? XPS_RUN_WHOLE | XPS_RUN_SOFTIRQ : 0;
 	run = run_begin(&nested, nested);
 	if (nested) {
 		pass_uncounted(conn, XPS_LOST_NESTED);

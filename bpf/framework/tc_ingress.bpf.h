@@ -108,7 +108,8 @@ int xps_tc_ingress(struct __sk_buff *skb)
 	key.rport = bpf_ntohs(uh.source);
 
 	/* TC ingress runs in softirq, or with softirqs off */
-	run = run_begin(&nested, softirq_runs_whole());
+	run = run_begin(&nested, softirq_runs_whole() ?
+				 XPS_RUN_WHOLE | XPS_RUN_SOFTIRQ : 0);
 	if (!run)
 		return TC_ACT_OK;
 	if (pred_lookup(&key, &slot)) {

@@ -664,7 +664,7 @@ static __always_inline struct xps_kv_value *xps_kv_lookup(struct xps_kv_walk *w)
 	struct xps_kv_hit *hit = &w->sc->hit;
 
 	if (n)
-		*n += 1;	/* per CPU: no atomic needed */
+		*n += 1;	/* per CPU; a nested run may lose one: a statistic */
 	else
 		bpf_map_update_elem(&xps_keystats, &w->hk, &one, BPF_NOEXIST);
 	if (!v)

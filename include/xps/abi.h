@@ -156,7 +156,10 @@ struct xps_run {
 	__u8 family;
 	__u8 may_consume;	/* 0: the service may still owe a reply */
 	__u8 rewritten;		/* payload changed: PASS is no longer allowed */
-	__u32 active;		/* a run is under way on this CPU (run_begin()) */
+	__u8 active;		/* a run is under way in this entry (run_begin()) */
+	__u8 level;		/* this entry's index, below XPS_RUN_LEVELS */
+	__u8 inner;		/* entry 0: a run of level 1 is under way */
+	__u8 held;		/* the run may be preempted: never stale */
 	/*
 	 * Requests that start in this segment, as the handler counted them
 	 * (xps_request()); on PASS the connection owes that many replies.
@@ -164,8 +167,7 @@ struct xps_run {
 	__u32 reqs;
 	__u32 reqs_nobody;	/* bit i: request i's reply has no body (HEAD) */
 	__u32 counted;		/* enum xps_count */
-	__u16 level;		/* this entry's index, below XPS_RUN_LEVELS */
-	__u16 inner;		/* entry 0: a run of level 1 is under way */
+	__u32 task;		/* held: the pid of the task running it */
 };
 
 /* Whether the handler counted the requests of a segment (struct xps_run). */

@@ -197,6 +197,29 @@ def test_reset_tcp_ipv6():
 
 
 @test
+def test_framework_of_another_version_refused_then_reset():
+    """A framework pinned by a build whose shared maps differ (here its run
+    state with one level, as before XPS_RUN_LEVELS) is refused with a
+    message naming the map and `xpsctl reset`, and `xpsctl reset` removes
+    it with its contexts, leaving nothing pinned."""
+    root = "/sys/fs/bpf/xps"
+    attach("echo", P + 60)
+    run = os.path.join(root, "xps_run")
+    os.unlink(run)
+    subprocess.run(["bpftool", "map", "create", run, "type", "percpu_array", "key", "4",
+                    "value", "64", "entries", "1", "name", "xps_run"], check=True)
+    doc = xpsctl("handler", "attach", obj("upper"), "--port", P + 61, check=False)
+    err = doc.get("error", "") if isinstance(doc, dict) else ""
+    for want in ("another version", "xps_run", "xpsctl reset"):
+        if want not in err:
+            raise AssertionError("attach over the old framework: %r lacks %r" % (err, want))
+    xpsctl("reset")
+    eq(os.path.exists(root), False, "anything left under %s" % root)
+    eq(xpsctl("status")["loaded"], False, "loaded after the reset")
+    attach("echo", P + 60)      # this build's framework loads again
+
+
+@test
 def test_two_services():
     a, b = Listener(P + 6), Listener(P + 7)
     try:
