@@ -226,6 +226,12 @@ static __always_inline int resolve_slot(struct __sk_buff *skb,
 #define XPS_RUN_WHOLE	1	/* nothing preempts it */
 #define XPS_RUN_SOFTIRQ	2	/* it may interrupt a run in process context */
 
+/* How a run known to be in softirq starts: whole but on PREEMPT_RT. */
+static __always_inline int run_how_softirq(void)
+{
+	return softirq_runs_whole() ? XPS_RUN_WHOLE | XPS_RUN_SOFTIRQ : 0;
+}
+
 /* Whether the run of entry @run is still under way. */
 static __always_inline int run_busy(struct xps_run *run, __u64 now,
 				    __u32 task)

@@ -94,7 +94,7 @@ int xps_stream_verdict(struct __sk_buff *skb)
 	struct xps_conn *conn;
 	struct xps_run *run;
 	__u64 cookie;
-	int sub, nested;
+	int sub, nested, how;
 
 	cfg = config();
 	cookie = bpf_get_socket_cookie(skb);
@@ -114,9 +114,9 @@ int xps_stream_verdict(struct __sk_buff *skb)
 	 * in process context, and ends before it (run_begin()).  On a
 	 * socket its owner holds, it runs in process context.
 	 */
-	nested = tp && !((struct sock___xps *)tp)->sk_lock.owned &&
-		 softirq_runs_whole() ? XPS_RUN_WHOLE | XPS_RUN_SOFTIRQ : 0;
-	run = run_begin(&nested, nested);
+	how = tp && !((struct sock___xps *)tp)->sk_lock.owned ?
+	      run_how_softirq() : 0;
+	run = run_begin(&nested, how);
 	if (nested) {
 		pass_uncounted(conn, XPS_LOST_NESTED);
 		return XPS__SK_PASS;

@@ -108,8 +108,7 @@ int xps_tc_ingress(struct __sk_buff *skb)
 	key.rport = bpf_ntohs(uh.source);
 
 	/* TC ingress runs in softirq, or with softirqs off */
-	run = run_begin(&nested, softirq_runs_whole() ?
-				 XPS_RUN_WHOLE | XPS_RUN_SOFTIRQ : 0);
+	run = run_begin(&nested, run_how_softirq());
 	if (!run)
 		return TC_ACT_OK;
 	if (pred_lookup(&key, &slot)) {

@@ -280,7 +280,7 @@ int xps_kv_carry_save(struct xps_kv_scratch *sc, __u32 off, __u32 n)
 	if (!sc || !run || run->proto != IPPROTO_TCP || n < 1 ||
 	    n > XPS_KV_CARRY_MAX || off > XPS_SCRATCH)
 		return -1;
-	lvl = run->level ? 1 : 0;
+	lvl = run->level;
 	cr = bpf_map_lookup_elem(&xps_kv_carry_build, &lvl);
 	if (!cr)
 		return -1;
@@ -985,8 +985,8 @@ int xps_kv_wt_stamp(struct __sk_buff *skb, struct xps_kv_scratch *sc,
 		return 0;
 	a = &sc->wt;
 	conn = bpf_map_lookup_elem(&xps_conns, &run->cookie);
-	first = xps_kv_wt_rec(run->level ? 1 : 0, 0);
-	rec = xps_kv_wt_rec(run->level ? 1 : 0, idx);
+	first = xps_kv_wt_rec(run->level, 0);
+	rec = xps_kv_wt_rec(run->level, idx);
 	if (!conn || !first || !rec ||
 	    (conn->flags & (XPS_CONN_UNCOUNTED | XPS_CONN_EGRESS)) !=
 	    XPS_CONN_EGRESS)
@@ -1054,7 +1054,7 @@ int xps_kv_write_through_end(struct xps_stage *out)
 	struct xps_conn *conn;
 	__u64 head;
 
-	base = run && run->level ? 1 : 0;
+	base = run ? run->level : 0;
 	first = xps_kv_wt_rec(base, 0);
 	if (!first || !first->reply)
 		return 0;

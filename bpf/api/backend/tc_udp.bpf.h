@@ -55,7 +55,7 @@ struct {
 static __always_inline int xps__tc_bounce(struct __sk_buff *skb,
 					  struct xps_run *run)
 {
-	__u32 lvl = run->level ? 1 : 0, l3 = run->l3_off, l4 = run->l4_off;
+	__u32 lvl = run->level, l3 = run->l3_off, l4 = run->l4_off;
 	__u32 udp_len = sizeof(struct udphdr) + run->payload_len;
 	struct xps__csum_buf *cb;
 	struct ethhdr eth;

@@ -85,7 +85,7 @@ static __always_inline __u32 xps__level(void)
 {
 	struct xps_run *run = xps__run();
 
-	return run && run->level ? 1 : 0;
+	return run ? run->level : 0;
 }
 
 enum xps__outcome { XPS__TX, XPS__DROP, XPS__PASS, XPS__RESET, XPS__ERROR };
