@@ -52,7 +52,7 @@ API_HDRS := bpf/api/xps.bpf.h $(wildcard bpf/api/internal/*.bpf.h bpf/api/backen
 SHARED_HDRS := $(wildcard services/*/*.h) bpf/examples/kv.h
 STAGED_HDRS := $(addprefix $(OUTPUT)/include/xps/,$(notdir $(SHARED_HDRS)))
 BPF_HDRS := $(wildcard bpf/*/*.bpf.h bpf/framework/*.h) $(API_HDRS) $(SHARED_HDRS) \
-	$(wildcard include/xps/*.h) include/uapi/linux/xps.h
+	$(wildcard include/xps/*.h) include/uapi/linux/bpf_serve.h
 
 LIB_SRCS := $(wildcard libxps/*.c)
 LIB_OBJS := $(patsubst libxps/%.c,$(OUTPUT)/libxps/%.o,$(LIB_SRCS))
@@ -174,7 +174,7 @@ install: all
 	install -m 644 libxps/libxps.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 libxps/libxps_kv.h $(DESTDIR)$(PREFIX)/include/xps/
 	install -m 644 include/xps/*.h $(SHARED_HDRS) $(DESTDIR)$(PREFIX)/include/xps/
-	install -m 644 include/uapi/linux/xps.h $(DESTDIR)$(PREFIX)/include/linux/
+	install -m 644 include/uapi/linux/bpf_serve.h $(DESTDIR)$(PREFIX)/include/linux/
 	install -d $(DESTDIR)$(PREFIX)/include/xps/internal $(DESTDIR)$(PREFIX)/include/xps/backend
 	install -m 644 bpf/api/xps.bpf.h $(DESTDIR)$(PREFIX)/include/xps/
 	install -m 644 bpf/api/internal/*.bpf.h $(DESTDIR)$(PREFIX)/include/xps/internal/

@@ -18,7 +18,7 @@
 #include <linux/types.h>
 #include <bpf/bpf_helpers.h>
 
-#include <linux/xps.h>
+#include <linux/bpf_serve.h>
 #include <xps/abi.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -37,7 +37,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
-#include <linux/xps.h>
+#include <linux/bpf_serve.h>
 #include <xps/abi.h>
 
 #include <xps/kvcache.h>

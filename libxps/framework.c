@@ -55,7 +55,7 @@
 
 /*
  * The attach type value of the native hook, from the running kernel's BTF:
- * the patch appends BPF_XPS_TCP/BPF_XPS_UDP to enum bpf_attach_type, and
+ * the patch appends BPF_SERVE_TCP/BPF_SERVE_UDP to enum bpf_attach_type, and
  * reading the value (instead of hard-coding it) keeps libxps right should
  * the numbering move.  Returns the value or -ENOENT.
  */
@@ -105,17 +105,17 @@ static bool kernel_has_kfunc(const char *name, int *known)
 	return v;
 }
 
-/* The native hook's reply kfunc, bpf_xps_reply() (kernel patch "bpf: Let
- * XPS programs answer from a buffer").
+/* The native hook's reply kfunc, bpf_serve_reply() (kernel patch "bpf: Let
+ * serve programs answer from a buffer").
  */
 bool kernel_has_reply_kfunc(void)
 {
 	static int known = -1;
 
-	return kernel_has_kfunc("bpf_xps_reply", &known);
+	return kernel_has_kfunc("bpf_serve_reply", &known);
 }
 
-/* The connection's state, bpf_xps_state() (kernel patch "bpf: Tell XPS
+/* The connection's state, bpf_serve_state() (kernel patch "bpf: Tell serve
  * programs the connection's state"); older kernels of the series have the
  * bits in struct tcp_sock only, which the framework reads through BTF.
  */
@@ -123,14 +123,14 @@ static bool kernel_has_state_kfunc(void)
 {
 	static int known = -1;
 
-	return kernel_has_kfunc("bpf_xps_state", &known);
+	return kernel_has_kfunc("bpf_serve_state", &known);
 }
 
 int detect_backends(__u32 *tcp, __u32 *udp, bool *native)
 {
 	const char *env = getenv("XPS_BACKEND");
-	bool have = native_attach_type("BPF_XPS_TCP") >= 0 &&
-		    native_attach_type("BPF_XPS_UDP") >= 0;
+	bool have = native_attach_type("BPF_SERVE_TCP") >= 0 &&
+		    native_attach_type("BPF_SERVE_UDP") >= 0;
 
 	if (native)
 		*native = have;
@@ -139,7 +139,7 @@ int detect_backends(__u32 *tcp, __u32 *udp, bool *native)
 		return -EINVAL;
 	}
 	if (env && !strcmp(env, "native") && !have) {
-		pr_warn("XPS_BACKEND=native but this kernel has no XPS hook (no BPF_XPS_TCP in its BTF)\n");
+		pr_warn("XPS_BACKEND=native but this kernel has no XPS hook (no BPF_SERVE_TCP in its BTF)\n");
 		return -EOPNOTSUPP;
 	}
 	if (have && !(env && !strcmp(env, "stock"))) {
@@ -582,10 +582,10 @@ static const struct fw_prog fw_progs[] = {
 	  .backends = BE(XPS_BACKEND_SOCKMAP) | BE(XPS_BACKEND_TC),
 	  .pin = PROG_TC_IN },
 	{ .name = "xps_native_tcp", .backends = BE(XPS_BACKEND_NATIVE),
-	  .attach_btf = "BPF_XPS_TCP", .attach = attach_netns,
+	  .attach_btf = "BPF_SERVE_TCP", .attach = attach_netns,
 	  .link_pin = LINK_NATIVE_TCP },
 	{ .name = "xps_native_udp", .backends = BE(XPS_BACKEND_NATIVE),
-	  .attach_btf = "BPF_XPS_UDP", .attach = attach_netns,
+	  .attach_btf = "BPF_SERVE_UDP", .attach = attach_netns,
 	  .link_pin = LINK_NATIVE_UDP },
 	/* the UDP sockets the native hook runs on (xps_framework__enroll_udp) */
 	{ .name = "xps_udp_enroll", .backends = BE(XPS_BACKEND_NATIVE),

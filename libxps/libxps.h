@@ -284,7 +284,7 @@ LIBXPS_API int xps_framework__purge(void);
 /*
  * Opt the UDP sockets of this network namespace that a UDP predicate
  * serves in to the native hook: the patched kernel runs it only on
- * sockets that opted in (UDP_XPS), and a service's sockets are its own.
+ * sockets that opted in (UDP_SERVE), and a service's sockets are its own.
  * Every socket bound to a port a UDP predicate could match is enrolled
  * (addresses are not compared).  Context creation does it; call it again
  * when the service may have opened its sockets anew (a restart): a

@@ -131,7 +131,7 @@ static int handler_prepare(struct bpf_object *obj, struct bpf_program *handler,
 	default:
 		type = BPF_PROG_TYPE_SK_SKB;
 		attach = native_attach_type(proto == IPPROTO_UDP ?
-					    "BPF_XPS_UDP" : "BPF_XPS_TCP");
+					    "BPF_SERVE_UDP" : "BPF_SERVE_TCP");
 		break;
 	}
 	bpf_program__set_type(handler, type);

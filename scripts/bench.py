@@ -935,7 +935,7 @@ def main():
     global BACKEND
     if a.native_host:
         if not os.path.exists("/sys/kernel/btf/vmlinux") or \
-                subprocess.run(["grep", "-q", "BPF_XPS_TCP", "/sys/kernel/btf/vmlinux"]).returncode:
+                subprocess.run(["grep", "-q", "BPF_SERVE_TCP", "/sys/kernel/btf/vmlinux"]).returncode:
             sys.exit("bench.py: --native-host: the running kernel has no XPS hook "
                      "(boot the kernel built by scripts/build-kernel.sh)")
         BACKEND = "native"

@@ -76,7 +76,7 @@ if [ $kernel -eq 1 ]; then
 	mkdir -p "$outabs/kernel"
 	rm -f "$outabs"/kernel/*
 	# Only the kernel's packages: its linux-libc-dev would replace
-	# Debian's, and its linux/xps.h is libxps-dev's; the .changes and
+	# Debian's, and its linux/bpf_serve.h is libxps-dev's; the .changes and
 	# .buildinfo list that package too.
 	found=0
 	for f in "$kcache"/linux-*_"$pkgver"_*; do

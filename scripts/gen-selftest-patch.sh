@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Generate the selftest patch of the kernel series (the last one,
-# kernel-patches/NNNN-selftests-bpf-Add-XPS-tests.patch), from its sources.
+# kernel-patches/NNNN-selftests-bpf-Add-serve-tests.patch), from its sources.
 # tests/vm/ is the master copy of the test, laid out as in the kernel's
 # tools/testing/selftests/bpf, where it is part of test_progs
-# (`./test_progs -t xps`):
+# (`./test_progs -t serve`):
 #
-#   tests/vm/prog_tests/xps.c    -> tools/testing/selftests/bpf/prog_tests/xps.c
-#   tests/vm/progs/xps_test.c    -> tools/testing/selftests/bpf/progs/xps_test.c
-#   tests/vm/xps_test.h          -> tools/testing/selftests/bpf/xps_test.h
+#   tests/vm/prog_tests/serve.c  -> tools/testing/selftests/bpf/prog_tests/serve.c
+#   tests/vm/progs/serve_test.c  -> tools/testing/selftests/bpf/progs/serve_test.c
+#   tests/vm/serve_test.h        -> tools/testing/selftests/bpf/serve_test.h
 #
-# (the tools copy of the uapi header, tools/include/uapi/linux/xps.h, which
-# the selftests build includes, comes with the uapi header itself in
+# (the tools copy of the uapi header, tools/include/uapi/linux/bpf_serve.h,
+# which the selftests build includes, comes with the uapi header itself in
 # patches 0001 and 0002).  kernel-patches/selftests/ holds what only the
 # kernel tree has: the commit message and the MAINTAINERS hunk.
 #
@@ -29,14 +29,14 @@ set -euo pipefail
 repo=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
 src=$repo/kernel-patches/selftests
 # the series' last patch; its number moves when patches are added
-patch=$(ls "$repo"/kernel-patches/[0-9][0-9][0-9][0-9]-selftests-bpf-Add-XPS-tests.patch 2>/dev/null | tail -1)
-[ -n "$patch" ] || { echo "gen-selftest-patch: no kernel-patches/NNNN-selftests-bpf-Add-XPS-tests.patch" >&2; exit 1; }
+patch=$(ls "$repo"/kernel-patches/[0-9][0-9][0-9][0-9]-selftests-bpf-Add-serve-tests.patch 2>/dev/null | tail -1)
+[ -n "$patch" ] || { echo "gen-selftest-patch: no kernel-patches/NNNN-selftests-bpf-Add-serve-tests.patch" >&2; exit 1; }
 selftests=tools/testing/selftests/bpf
 # master copy in this repository -> path in the kernel tree
 files=(
-	"tests/vm/prog_tests/xps.c:$selftests/prog_tests/xps.c"
-	"tests/vm/progs/xps_test.c:$selftests/progs/xps_test.c"
-	"tests/vm/xps_test.h:$selftests/xps_test.h"
+	"tests/vm/prog_tests/serve.c:$selftests/prog_tests/serve.c"
+	"tests/vm/progs/serve_test.c:$selftests/progs/serve_test.c"
+	"tests/vm/serve_test.h:$selftests/serve_test.h"
 )
 # the trailer format-patch wrote when the series was made; fixed, so that
 # the output does not depend on the git version that runs this

@@ -55,7 +55,7 @@ for s in "${suites[@]}"; do
 			make -s -C tests/unit fuzz-smoke FUZZ_SECONDS=5
 		run "unit: the selftest kernel patch is generated from tests/vm" \
 			scripts/gen-selftest-patch.sh --check
-		run "unit: include/uapi/linux/xps.h is the kernel series' header" \
+		run "unit: include/uapi/linux/bpf_serve.h is the kernel series' header" \
 			scripts/check-uapi.sh
 		run "unit: the host suites' kernel-log splat check" \
 			python3 tests/kernel_log.py selftest

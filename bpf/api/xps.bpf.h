@@ -64,7 +64,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
-#include <linux/xps.h>
+#include <linux/bpf_serve.h>
 #include <xps/abi.h>
 
 #include "internal/run.bpf.h"
@@ -185,7 +185,7 @@ static __always_inline int xps_resize(struct __sk_buff *skb, __u32 len)
 /*
  * Make the @len bytes at @buf the whole reply, the usual way to answer:
  * on the native TCP hook the kernel queues them without touching the
- * request (one copy, up to XPS_TCP_TX_MAX bytes); elsewhere this is
+ * request (one copy, up to SERVE_TCP_TX_MAX bytes); elsewhere this is
  * xps_resize() and xps_store().  Not to be mixed with xps_store() in one
  * run.  @buf must be writable memory (the stack, a map value; not
  * .rodata): the verifier checks a kfunc's buffer for writes too.  0,

@@ -226,7 +226,7 @@ int xps_sockops(struct bpf_sock_ops *skops)
 		return 1;
 	}
 	/*
-	 * The native hook runs only on sockets that opted in (TCP_XPS);
+	 * The native hook runs only on sockets that opted in (TCP_SERVE);
 	 * this callback runs in tcp_init_transfer(), before any payload.
 	 * A kernel without the opt-in refuses the option and runs the hook
 	 * on every socket.  Handlers keep their per-connection state here
@@ -235,7 +235,7 @@ int xps_sockops(struct bpf_sock_ops *skops)
 	if (cfg->backend_tcp == XPS_BACKEND_NATIVE) {
 		int one = 1;
 
-		bpf_setsockopt(skops, IPPROTO_TCP, TCP_XPS, &one, sizeof(one));
+		bpf_setsockopt(skops, IPPROTO_TCP, TCP_SERVE, &one, sizeof(one));
 	}
 	if (cfg->backend_tcp == XPS_BACKEND_SOCKMAP &&
 	    bpf_sock_hash_update(skops, &xps_sockhash, &cookie, BPF_NOEXIST)) {

@@ -12,7 +12,7 @@ struct tcp_sock___xps {
 	__u32 rcv_nxt;
 	__u32 copied_seq;
 	__u32 write_seq;
-	__u8 xps_state;		/* XPS_SK_*: the patched kernel only */
+	__u8 serve_state;	/* SERVE_SK_*: the patched kernel only */
 } __attribute__((preserve_access_index));
 
 /* struct tcp_skb_cb, in sk_buff's cb[] while the skb is on a TCP queue */

@@ -8,24 +8,24 @@
 #define __XPS_FW_NATIVE_BPF_H
 
 /*
- * The patched kernel's word on a TCP run's connection, XPS_SK_* (patch
- * "bpf: Tell XPS programs the connection's state").  Weak, as every kfunc
+ * The patched kernel's word on a TCP run's connection, SERVE_SK_* (patch
+ * "bpf: Tell serve programs the connection's state").  Weak, as every kfunc
  * here (libbpf resolves the object's externs for every program), and
  * called only where libxps found it in the kernel's BTF: a kernel of the
  * series from before it has the bits in struct tcp_sock only.
  */
-extern __u32 bpf_xps_state(struct __sk_buff *s) __ksym __weak;
+extern __u32 bpf_serve_state(struct __sk_buff *s) __ksym __weak;
 const volatile __u32 xps_state_kfunc;
 
-/* The connection's XPS_SK_* bits; XPS_SK_LOST when the kernel has none. */
+/* The connection's SERVE_SK_* bits; SERVE_SK_LOST when the kernel has none. */
 static __always_inline __u8 native_state(struct __sk_buff *skb,
 					 struct tcp_sock___xps *tp)
 {
 	if (xps_state_kfunc)
-		return bpf_xps_state(skb);
-	if (bpf_core_field_exists(tp->xps_state))
-		return tp->xps_state;
-	return XPS_SK_LOST;
+		return bpf_serve_state(skb);
+	if (bpf_core_field_exists(tp->serve_state))
+		return tp->serve_state;
+	return SERVE_SK_LOST;
 }
 
 static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
@@ -97,13 +97,13 @@ static __always_inline int native_run(struct __sk_buff *skb, __u8 proto,
 			 * counted then, and again at every run, as more
 			 * may have gone since (docs/coherence.md).
 			 */
-			if (st & XPS_SK_LOST) {
+			if (st & SERVE_SK_LOST) {
 				xps__lose_count(conn, XPS_LOST_HOOK);
 				count_unseen(conn);
 			}
 			run->write_seq = tp->write_seq;
-			run->may_consume = !(st & (XPS_SK_SEE_ONLY |
-						   XPS_SK_LOST)) &&
+			run->may_consume = !(st & (SERVE_SK_SEE_ONLY |
+						   SERVE_SK_LOST)) &&
 					   conn_may_answer(conn, tp->write_seq);
 		}
 	}
@@ -140,7 +140,7 @@ int xps_native_udp(struct __sk_buff *skb)
  * resolves the object's externs for every program, and other kernels have
  * none (xps_udp_enroll is loaded on the native backend only).
  */
-extern int bpf_xps_udp_enroll(struct sock___xps *sk, int on) __ksym __weak;
+extern int bpf_serve_udp_enroll(struct sock___xps *sk, int on) __ksym __weak;
 
 struct seq_file;
 
@@ -173,7 +173,7 @@ static long udp_pred_serves(struct bpf_map *map,
 
 /*
  * The patched kernel runs the UDP hook only on sockets that opted in
- * (UDP_XPS), and a service's sockets are not libxps's to setsockopt() on:
+ * (UDP_SERVE), and a service's sockets are not libxps's to setsockopt() on:
  * libxps runs this iterator over the namespace's UDP sockets when it
  * creates a UDP context and whenever a daemon reconnects to its service
  * (which may have opened its sockets anew).  It enrolls every socket whose
@@ -196,7 +196,7 @@ int xps_udp_enroll(struct bpf_iter__udp___xps *ctx)
 	if (!u.port)
 		return 0;
 	bpf_for_each_map_elem(&xps_preds, udp_pred_serves, &u, 0);
-	if (!u.served || bpf_xps_udp_enroll(sk, 1))
+	if (!u.served || bpf_serve_udp_enroll(sk, 1))
 		return 0;
 	BPF_SEQ_PRINTF(ctx->meta->seq, "%u\n", u.port);
 	return 0;

@@ -4,7 +4,7 @@
  * dispatch to the handler by tail call, for every backend.
  *
  *  native	xps_native_tcp / xps_native_udp, run by the patched kernel's
- *		hook (SK_SKB with the BPF_XPS_* attach types set by libxps,
+ *		hook (SK_SKB with the BPF_SERVE_* attach types set by libxps,
  *		attached by netns links); xps_udp_enroll, an iterator libxps
  *		runs, opts the served UDP sockets in to the hook
  *  sockmap	xps_stream_verdict runs on the data of the connections

@@ -31,6 +31,28 @@ enum xps_backend {
 };
 
 /*
+ * What a handler run decides, by the paper's names.  They are the numbers
+ * of the patched kernel's serve verdicts (linux/bpf_serve.h; checked below
+ * wherever that header was included first), which the native backend
+ * returns as they are; the stock backends turn them into sockmap's and
+ * TC's own.
+ */
+enum xps_verdict {
+	XPS_PASS = 0,		/* the request goes to the socket */
+	XPS_DROP = 1,		/* consumed, no reply */
+	XPS_TX = 2,		/* consumed, answered from the kernel */
+	XPS_RESET = 3,		/* the connection is reset */
+};
+#ifdef SERVE_VERDICT_MAX
+_Static_assert((int)XPS_PASS == (int)SERVE_PASS &&
+	       (int)XPS_DROP == (int)SERVE_DROP &&
+	       (int)XPS_TX == (int)SERVE_TX &&
+	       (int)XPS_RESET == (int)SERVE_RESET &&
+	       (int)SERVE_VERDICT_MAX == (int)XPS_RESET,
+	       "the XPS verdicts are the serve verdicts' numbers");
+#endif
+
+/*
  * Predicate key.  Addresses are IPv6; IPv4 is stored v4-mapped
  * (::ffff:a.b.c.d).  Fields whose bit is clear in @mask are wildcards and
  * are zero in the key; the framework tries the masks in use from the most

@@ -1270,7 +1270,7 @@ def test_pipelines_split_and_state():
 def test_pipelined_replies_over_16k():
     """16 GETs of 1 KiB values in one segment: 16,528 reply bytes, more than
     a packet can be grown to.  Every reply right, in order, on every
-    backend; on the native one (bpf_xps_reply()) the kernel answers it."""
+    backend; on the native one (bpf_serve_reply()) the kernel answers it."""
     r = Redis()
     try:
         start_service(r)

@@ -22,7 +22,7 @@ from xpstest import (Listener, attach, backend, eq, kernel_log_mark,
 
 P = 17300
 NS = "xpsf"
-UDP_XPS = 110   # setsockopt(SOL_UDP) of the patched kernel (linux/udp.h)
+UDP_SERVE = 110  # setsockopt(SOL_UDP) of the patched kernel (linux/udp.h)
 
 
 def one_answer(c, msg, srv=None):
@@ -360,7 +360,7 @@ def test_udp_socket_closed_under_load():
         mark = kernel_log_mark()
         name = attach("echo", port, proto="udp")
         # the native hook runs on sockets that opted in: a server that
-        # opens its socket after its context opts in itself (UDP_XPS)
+        # opens its socket after its context opts in itself (UDP_SERVE)
         opt_in = backend() == "native"
         client = subprocess.Popen(["ip", "netns", "exec", NS, "python3", "-c", UDP_LOAD,
                                    str(port), "4"], stdout=subprocess.PIPE, text=True)
@@ -370,7 +370,7 @@ def test_udp_socket_closed_under_load():
             srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if opt_in:
-                srv.setsockopt(socket.SOL_UDP, UDP_XPS, 1)
+                srv.setsockopt(socket.SOL_UDP, UDP_SERVE, 1)
             srv.bind(("10.78.0.1", port))
             time.sleep(0.01)
             srv.close()

@@ -143,7 +143,7 @@ def test_files_where_they_belong():
         raise AssertionError("the shared headers were not found: %s" % sorted(headers))
     want_dev = headers | {"usr/include/libxps.h", "usr/include/xps/xps.bpf.h",
                           "usr/include/xps/libxps_kv.h",
-                          "usr/include/linux/xps.h", "usr/lib/libxps.a",
+                          "usr/include/linux/bpf_serve.h", "usr/lib/libxps.a",
                           "usr/lib/pkgconfig/libxps.pc"}
     missing = want_dev - set(dev)
     if missing:

@@ -15,7 +15,8 @@
 #include <linux/types.h>
 #include <bpf/bpf_helpers.h>
 
-#include <linux/xps.h>
+#include <linux/bpf_serve.h>
+#include <xps/abi.h>
 #include <xps/abi.h>
 
 /* xps_conns and the other maps handlers share, reused from /sys/fs/bpf/xps */
@@ -26,7 +27,7 @@ char LICENSE[] SEC("license") = "GPL";
 /*
  * The framework's xps_native_tcp and xps_native_udp.  A program array
  * only takes programs of its first user's expected attach type, so the
- * test loads fx_tcp as BPF_XPS_TCP, fx_udp as BPF_XPS_UDP, one array each.
+ * test loads fx_tcp as BPF_SERVE_TCP, fx_udp as BPF_SERVE_UDP, one array each.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the kernel-hook tests (prog_tests/xps.c, the selftest of the kernel
+# Run the kernel-hook tests (prog_tests/serve.c, the selftest of the kernel
 # series) through the test_progs shim.  Inside the XPS VM:
 #
 #   scripts/vm-run.sh tests/vm/run.sh [-v] [SUBTEST...]
@@ -16,4 +16,4 @@ if ! grep -q . /sys/kernel/btf/vmlinux 2>/dev/null; then
 	echo "FAIL setup: no /sys/kernel/btf/vmlinux"
 	exit 1
 fi
-exec "$out/test_xps" "$@"
+exec "$out/test_serve" "$@"

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Runs prog_tests/xps.c outside the kernel tree, as test_progs would run
- * `./test_progs -t xps`:
+ * Runs prog_tests/serve.c outside the kernel tree, as test_progs would run
+ * `./test_progs -t serve`:
  *
- *   test_xps [-v] [SUBTEST...]     (default: every subtest)
+ *   test_serve [-v] [SUBTEST...]     (default: every subtest)
  *
  * Prints the failed checks of a subtest, then "PASS name" or "FAIL name",
  * and at the end "N passed, M failed"; the exit status is 1 when anything
@@ -15,7 +15,7 @@
 
 #include "test_progs_shim.h"
 
-void test_xps(void);
+void test_serve(void);
 
 struct test_env env;
 
@@ -99,7 +99,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	libbpf_set_print(libbpf_print);
 
-	test_xps();
+	test_serve();
 	end_subtest();
 
 	if (outside_failed) {

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The part of tools/testing/selftests/bpf/test_progs.h that
- * prog_tests/xps.c uses, so that the same file builds and runs here,
+ * prog_tests/serve.c uses, so that the same file builds and runs here,
  * against the system's libbpf, without the kernel tree (tests/vm/run.sh).
  * Only what xps.c calls is here: add a macro when the test starts using
  * it, with test_progs' meaning (an ASSERT_* evaluates its arguments once,
  * records a failure of the running subtest, prints why, and returns
  * whether the check held).
  *
- * The runner is test_progs_shim.c: it calls test_xps() and prints PASS or
+ * The runner is test_progs_shim.c: it calls test_serve() and prints PASS or
  * FAIL for each subtest and "N passed, M failed".
  */
 #ifndef __TEST_PROGS_SHIM_H

@@ -29,7 +29,8 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <linux/xps.h>
+#include <linux/bpf_serve.h>
+#include <xps/abi.h>
 
 #include "libxps.h"
 #include <xps/redis.h>

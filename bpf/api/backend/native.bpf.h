@@ -2,7 +2,7 @@
 /*
  * The native backend's send path: the patched kernel's hook runs the
  * handler on a clone of the request's skb; the handler gives the kernel
- * its reply (xps_reply(), the kfunc bpf_xps_reply()) or edits the clone
+ * its reply (xps_reply(), the kfunc bpf_serve_reply()) or edits the clone
  * in place into the reply; XPS_TX makes the kernel send it.  The TC backend
  * edits its datagram in place the same way (xps__inplace_store() and
  * xps__inplace_resize() serve both).  Part of xps.bpf.h.
@@ -43,14 +43,14 @@ static __always_inline int xps__inplace_resize(struct __sk_buff *skb,
  * reply.  Weak: the stock backends' objects load on kernels without it,
  * where the branch that calls it is pruned (xps_backend is a constant).
  */
-extern int bpf_xps_reply(struct __sk_buff *s, const void *buf,
-			 __u32 buf__sz) __ksym __weak;
+extern int bpf_serve_reply(struct __sk_buff *s, const void *buf,
+			   __u32 buf__sz) __ksym __weak;
 
 static __always_inline int xps__native_reply(struct __sk_buff *skb,
 					     struct xps_run *run,
 					     const void *buf, __u32 len)
 {
-	int err = bpf_xps_reply(skb, buf, len);
+	int err = bpf_serve_reply(skb, buf, len);
 
 	/* The request is intact either way: the hooks run on a clone. */
 	if (!err)
@@ -64,7 +64,7 @@ static __always_inline int xps__native_tx(struct __sk_buff *skb,
 	/*
 	 * The hook writes the reply at write_seq, where egress must pass
 	 * over it (docs/ordering.md); if it cannot, it passes the request and
-	 * marks the socket XPS_SK_LOST, and this count no longer matters.
+	 * marks the socket SERVE_SK_LOST, and this count no longer matters.
 	 */
 	if (run->proto == IPPROTO_TCP) {
 		struct xps_conn *conn;

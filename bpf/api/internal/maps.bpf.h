@@ -18,7 +18,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
-#include <linux/xps.h>
+#include <linux/bpf_serve.h>
 #include <xps/abi.h>
 #include <xps/kvcache.h>
 #include <xps/nats.h>

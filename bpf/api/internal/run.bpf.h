@@ -40,7 +40,7 @@
 const volatile __u32 xps_backend = XPS_BACKEND_NATIVE;
 
 /*
- * 1: the kernel has the native hook's reply kfunc, bpf_xps_reply()
+ * 1: the kernel has the native hook's reply kfunc, bpf_serve_reply()
  * (backend/native.bpf.h).  Set by libxps with xps_backend; 0 keeps the
  * object loadable where it is missing (the reply is then written into
  * the request's clone).

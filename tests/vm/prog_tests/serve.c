@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Tests of the XPS hooks (BPF_XPS_TCP, BPF_XPS_UDP): verdicts on TCP and
+ * Tests of the serve hooks (BPF_SERVE_TCP, BPF_SERVE_UDP): verdicts on TCP and
  * UDP, the context the program sees, link rules, BPF_PROG_TEST_RUN and the
  * accounting of handler time to the socket's owner.  Each subtest runs in
- * a network namespace of its own; the programs are progs/xps_test.c.
+ * a network namespace of its own; the programs are progs/serve_test.c.
  *
  * The attach types come from the running kernel's BTF, so that the test
  * also builds against a libbpf and uapi headers that do not know them.
@@ -36,17 +36,17 @@
 
 #include <test_progs.h>
 
-#include "xps_test.h"
-#include "xps_test.skel.h"
+#include "serve_test.h"
+#include "serve_test.skel.h"
 
 /* The socket options of the series (linux/tcp.h, linux/udp.h), unknown
  * to the system's headers.
  */
-#ifndef TCP_XPS
-#define TCP_XPS 50
+#ifndef TCP_SERVE
+#define TCP_SERVE 50
 #endif
-#ifndef UDP_XPS
-#define UDP_XPS 110
+#ifndef UDP_SERVE
+#define UDP_SERVE 110
 #endif
 #ifndef SOL_UDP
 #define SOL_UDP 17
@@ -55,7 +55,7 @@
 /* Bound of every wait for something to happen: the kernel usually takes
  * microseconds, but the test also runs in emulated guests.
  */
-#define XPS_WAIT_MS	10000
+#define SERVE_WAIT_MS	10000
 
 static int attach_tcp = -1, attach_udp = -1;
 
@@ -79,33 +79,33 @@ static int find_attach_types(void)
 	for (i = 0; i < btf_vlen(t); i++, e++) {
 		const char *n = btf__name_by_offset(btf, e->name_off);
 
-		if (!strcmp(n, "BPF_XPS_TCP"))
+		if (!strcmp(n, "BPF_SERVE_TCP"))
 			attach_tcp = e->val;
-		else if (!strcmp(n, "BPF_XPS_UDP"))
+		else if (!strcmp(n, "BPF_SERVE_UDP"))
 			attach_udp = e->val;
 	}
 	btf__free(btf);
 	return attach_tcp < 0 || attach_udp < 0 ? -ENOENT : 0;
 }
 
-/* The skeleton, loaded with the XPS attach types, tail handler installed. */
-static struct xps_test *xps_load(void)
+/* The skeleton, loaded with the serve attach types, tail handler installed. */
+static struct serve_test *serve_load(void)
 {
-	struct xps_test *skel;
+	struct serve_test *skel;
 	__u32 zero = 0;
 	int tail_fd;
 
-	skel = xps_test__open();
-	if (!ASSERT_OK_PTR(skel, "xps_test__open"))
+	skel = serve_test__open();
+	if (!ASSERT_OK_PTR(skel, "serve_test__open"))
 		return NULL;
-	bpf_program__set_expected_attach_type(skel->progs.xps_tcp, attach_tcp);
+	bpf_program__set_expected_attach_type(skel->progs.serve_tcp, attach_tcp);
 	/* 6.12 tail-calls only between programs of one expected type */
 	bpf_program__set_expected_attach_type(skel->progs.tail_handler,
 					      attach_tcp);
-	bpf_program__set_expected_attach_type(skel->progs.xps_udp, attach_udp);
-	bpf_program__set_expected_attach_type(skel->progs.not_xps,
+	bpf_program__set_expected_attach_type(skel->progs.serve_udp, attach_udp);
+	bpf_program__set_expected_attach_type(skel->progs.not_serve,
 					      BPF_SK_SKB_STREAM_VERDICT);
-	if (!ASSERT_OK(xps_test__load(skel), "xps_test__load"))
+	if (!ASSERT_OK(serve_test__load(skel), "serve_test__load"))
 		goto err;
 	tail_fd = bpf_program__fd(skel->progs.tail_handler);
 	if (!ASSERT_OK(bpf_map_update_elem(bpf_map__fd(skel->maps.jmp), &zero,
@@ -114,12 +114,12 @@ static struct xps_test *xps_load(void)
 		goto err;
 	return skel;
 err:
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 	return NULL;
 }
 
 /* Attach @prog to the current netns; returns the link fd or -1. */
-static int xps_link(struct bpf_program *prog, int type)
+static int serve_link(struct bpf_program *prog, int type)
 {
 	int netns, link;
 
@@ -133,7 +133,7 @@ static int xps_link(struct bpf_program *prog, int type)
 	return link;
 }
 
-static __u64 stat_get(struct xps_test *skel, __u32 slot)
+static __u64 stat_get(struct serve_test *skel, __u32 slot)
 {
 	__u64 v = 0;
 
@@ -141,7 +141,7 @@ static __u64 stat_get(struct xps_test *skel, __u32 slot)
 	return v;
 }
 
-static void seen_get(struct xps_test *skel, struct xps_test_seen *s)
+static void seen_get(struct serve_test *skel, struct serve_test_seen *s)
 {
 	__u32 zero = 0;
 
@@ -158,9 +158,9 @@ static __u64 now_ms(void)
 }
 
 /* Wait until the program has counted @want runs of kind @slot. */
-static bool wait_stat(struct xps_test *skel, __u32 slot, __u64 want)
+static bool wait_stat(struct serve_test *skel, __u32 slot, __u64 want)
 {
-	__u64 deadline = now_ms() + XPS_WAIT_MS;
+	__u64 deadline = now_ms() + SERVE_WAIT_MS;
 
 	while (stat_get(skel, slot) < want && now_ms() < deadline)
 		sched_yield();
@@ -243,8 +243,8 @@ static void timeouts(int fd, int sec)
 }
 
 /*
- * A TCP listener opts in to the hook (TCP_XPS): its children inherit it.
- * A UDP socket opts in with UDP_XPS.
+ * A TCP listener opts in to the hook (TCP_SERVE): its children inherit it.
+ * A UDP socket opts in with UDP_SERVE.
  */
 static int listen_on(int family, int type, const char *ip, int port)
 {
@@ -257,9 +257,9 @@ static int listen_on(int family, int type, const char *ip, int port)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if ((type == SOCK_STREAM &&
-	     setsockopt(fd, IPPROTO_TCP, TCP_XPS, &one, sizeof(one))) ||
+	     setsockopt(fd, IPPROTO_TCP, TCP_SERVE, &one, sizeof(one))) ||
 	    (type == SOCK_DGRAM &&
-	     setsockopt(fd, SOL_UDP, UDP_XPS, &one, sizeof(one))) ||
+	     setsockopt(fd, SOL_UDP, UDP_SERVE, &one, sizeof(one))) ||
 	    bind(fd, (void *)&ss, len) ||
 	    (type == SOCK_STREAM && listen(fd, 8))) {
 		close(fd);
@@ -367,7 +367,7 @@ static void get_tcp_info(int fd, struct tcp_info *ti)
 /* Wait until everything @fd sent, @bytes in all, has been acknowledged. */
 static bool wait_acked(int fd, __u64 bytes)
 {
-	__u64 deadline = now_ms() + XPS_WAIT_MS;
+	__u64 deadline = now_ms() + SERVE_WAIT_MS;
 	struct tcp_info ti;
 
 	for (;;) {
@@ -411,8 +411,8 @@ static bool ping(int cli, int i)
  */
 static void test_btf_attach_types(void)
 {
-	ASSERT_EQ(attach_tcp, 58, "BPF_XPS_TCP");
-	ASSERT_EQ(attach_udp, 59, "BPF_XPS_UDP");
+	ASSERT_EQ(attach_tcp, 58, "BPF_SERVE_TCP");
+	ASSERT_EQ(attach_udp, 59, "BPF_SERVE_UDP");
 }
 
 /* TX on TCP: replies in order, the owner never sees the requests, and the
@@ -423,23 +423,23 @@ static void tcp_tx(int family)
 	int cli = -1, srv = -1, link = -1, port = 8000 + family, i;
 	struct sockaddr_storage ss;
 	struct tcp_info tc, ts;
-	struct xps_test_seen s;
-	struct xps_test *skel;
+	struct serve_test_seen s;
+	struct serve_test *skel;
 	socklen_t len;
 	__u64 cookie = 0;
 	char buf[16];
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0 || !tcp_pair(family, port, &cli, &srv))
 		goto out;
 
 	for (i = 0; i < 100; i++)
 		if (!ping(cli, i))
 			goto out;
-	ASSERT_EQ(stat_get(skel, XPS_TX), 100, "TX verdicts");
+	ASSERT_EQ(stat_get(skel, SERVE_TX), 100, "TX verdicts");
 
 	/* The context the program saw on the server's socket. */
 	seen_get(skel, &s);
@@ -487,7 +487,7 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 static void test_tcp_tx_v4(void)
@@ -556,15 +556,15 @@ static void test_tcp_not_woken(void)
 {
 	struct owner_watch w = { .report = -1, .stop = -1 };
 	int cli = -1, srv = -1, link = -1, i;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	bool watching = false;
 	__u64 one = 1;
 	char buf[4];
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0 || !tcp_pair(AF_INET, 8100, &cli, &srv))
 		goto out;
 	w.fd = srv;
@@ -586,7 +586,7 @@ static void test_tcp_not_woken(void)
 	/* Passed bytes wake the owner: its first wake-up must be for them. */
 	if (!ASSERT_OK(send_all(cli, "bye!", 4), "send passed bytes"))
 		goto out;
-	ASSERT_TRUE(readable(w.report, XPS_WAIT_MS), "owner woken for passed bytes");
+	ASSERT_TRUE(readable(w.report, SERVE_WAIT_MS), "owner woken for passed bytes");
 	if (!ASSERT_OK(recv_all(srv, buf, 4), "owner recv"))
 		goto out;
 	ASSERT_STRNEQ(buf, "bye!", 4, "owner read");
@@ -606,7 +606,7 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /* Replies larger than the MSS: 15 KiB built by the program, and a 64 KiB
@@ -616,15 +616,15 @@ static void test_tcp_big(void)
 {
 	static char out[65536], in[65536];
 	int cli = -1, srv = -1, link = -1, i;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	struct tcp_info ti;
 
 	if (!ASSERT_OK(set_lo(0, 1500), "lo mtu 1500"))
 		return;
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0 || !tcp_pair(AF_INET, 8200, &cli, &srv))
 		goto out;
 	for (i = 0; i < 3; i++) {
@@ -643,7 +643,7 @@ static void test_tcp_big(void)
 	close(cli);
 	close(srv);
 
-	if (!tcp_pair(AF_INET, XPS_TEST_ECHO_PORT, &cli, &srv))
+	if (!tcp_pair(AF_INET, SERVE_TEST_ECHO_PORT, &cli, &srv))
 		goto out;
 	for (i = 0; i < (int)sizeof(out); i++)
 		out[i] = (char)(i * 7 + (i >> 8));
@@ -655,15 +655,15 @@ static void test_tcp_big(void)
 	ASSERT_FALSE(readable(srv, 0), "owner readable after echoed bytes");
 	if (env.verbosity > VERBOSE_NONE)
 		printf("  64 KiB echoed in %llu TX runs\n",
-		       (unsigned long long)stat_get(skel, XPS_TX));
+		       (unsigned long long)stat_get(skel, SERVE_TX));
 out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
-static __s64 kret_get(struct xps_test *skel, __u32 i)
+static __s64 kret_get(struct serve_test *skel, __u32 i)
 {
 	__s64 v = 1;
 
@@ -672,7 +672,7 @@ static __s64 kret_get(struct xps_test *skel, __u32 i)
 }
 
 /* Fill `kbuf` with a pattern (copied to @kb); false on failure. */
-static bool kbuf_fill(struct xps_test *skel, struct xps_test_kbuf *kb)
+static bool kbuf_fill(struct serve_test *skel, struct serve_test_kbuf *kb)
 {
 	__u32 zero = 0, i;
 
@@ -683,27 +683,27 @@ static bool kbuf_fill(struct xps_test *skel, struct xps_test_kbuf *kb)
 }
 
 /*
- * bpf_xps_reply(): a reply from a buffer, longer than bpf_skb_change_tail()
+ * bpf_serve_reply(): a reply from a buffer, longer than bpf_skb_change_tail()
  * can make a packet; taken back when the verdict is not TX; one per run;
- * over XPS_TCP_TX_MAX or on a see-only segment refused, and TX then falls
+ * over SERVE_TCP_TX_MAX or on a see-only segment refused, and TX then falls
  * back to PASS with the request intact.
  */
 static void test_tcp_kfunc(void)
 {
-	static struct xps_test_kbuf kb;
+	static struct serve_test_kbuf kb;
 	static char in[40000];
 	int cli = -1, srv = -1, link = -1, i;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	char req[4], buf[12];
 
 	if (!ASSERT_OK(set_lo(0, 1500), "lo mtu 1500"))
 		return;
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
 	if (!kbuf_fill(skel, &kb))
 		goto out;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0 || !tcp_pair(AF_INET, 8250, &cli, &srv))
 		goto out;
 	req[0] = 'K';
@@ -718,7 +718,7 @@ static void test_tcp_kfunc(void)
 		if (!ASSERT_OK(memcmp(in, kb.b, sizeof(in)), "reply bytes"))
 			goto out;
 	}
-	ASSERT_EQ(kret_get(skel, 0), 0, "bpf_xps_reply()");
+	ASSERT_EQ(kret_get(skel, 0), 0, "bpf_serve_reply()");
 	ASSERT_EQ(inq(srv), 0, "owner's queued bytes");
 
 	/* Given, then PASS: taken back; the owner gets the request. */
@@ -726,7 +726,7 @@ static void test_tcp_kfunc(void)
 	    !ASSERT_OK(recv_all(srv, buf, 4), "owner recv KPAS"))
 		goto out;
 	ASSERT_STRNEQ(buf, "KPAS", 4, "owner read");
-	ASSERT_EQ(kret_get(skel, 0), 0, "bpf_xps_reply() before PASS");
+	ASSERT_EQ(kret_get(skel, 0), 0, "bpf_serve_reply() before PASS");
 	ASSERT_FALSE(readable(cli, 200), "client got the withdrawn reply");
 
 	/* Two replies in a run: the second is refused. */
@@ -734,8 +734,8 @@ static void test_tcp_kfunc(void)
 	    !ASSERT_OK(recv_all(cli, buf, 4), "recv KTWO reply"))
 		goto out;
 	ASSERT_OK(memcmp(buf, kb.b, 4), "KTWO reply is the first");
-	ASSERT_EQ(kret_get(skel, 0), 0, "first bpf_xps_reply()");
-	ASSERT_EQ(kret_get(skel, 1), -EBUSY, "second bpf_xps_reply()");
+	ASSERT_EQ(kret_get(skel, 0), 0, "first bpf_serve_reply()");
+	ASSERT_EQ(kret_get(skel, 1), -EBUSY, "second bpf_serve_reply()");
 	ASSERT_FALSE(readable(cli, 200), "client got more than one reply");
 
 	/* Too long: refused; TX becomes PASS (and the connection LOST). */
@@ -743,7 +743,7 @@ static void test_tcp_kfunc(void)
 	    !ASSERT_OK(recv_all(srv, buf, 4), "owner recv KBIG"))
 		goto out;
 	ASSERT_STRNEQ(buf, "KBIG", 4, "owner read");
-	ASSERT_EQ(kret_get(skel, 0), -EMSGSIZE, "bpf_xps_reply() too long");
+	ASSERT_EQ(kret_get(skel, 0), -EMSGSIZE, "bpf_serve_reply() too long");
 	ASSERT_FALSE(readable(cli, 200), "client got a reply to KBIG");
 
 	/* Every later segment is see-only: refused, passed. */
@@ -753,7 +753,7 @@ static void test_tcp_kfunc(void)
 	    !ASSERT_OK(recv_all(srv, buf, 4), "owner recv KB 16"))
 		goto out;
 	ASSERT_OK(memcmp(buf, req, 4), "owner read");
-	ASSERT_EQ(kret_get(skel, 0), -EPERM, "bpf_xps_reply() see-only");
+	ASSERT_EQ(kret_get(skel, 0), -EPERM, "bpf_serve_reply() see-only");
 	ASSERT_FALSE(readable(cli, 200), "client got a see-only reply");
 	if (env.verbosity > VERBOSE_NONE)
 		printf("  40000-byte replies from a buffer; refused: %s\n",
@@ -762,20 +762,20 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /* DROP consumes and acknowledges; the stream continues. */
 static void test_tcp_drop(void)
 {
 	int cli = -1, srv = -1, link = -1, i;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	char buf[5];
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0 || !tcp_pair(AF_INET, 8300, &cli, &srv))
 		goto out;
 	for (i = 0; i < 20; i++) {
@@ -791,26 +791,26 @@ static void test_tcp_drop(void)
 	    !ASSERT_OK(recv_all(srv, buf, 5), "owner recv"))
 		goto out;
 	ASSERT_STRNEQ(buf, "hello", 5, "owner read");
-	ASSERT_EQ(stat_get(skel, XPS_DROP), 20, "DROP verdicts");
+	ASSERT_EQ(stat_get(skel, SERVE_DROP), 20, "DROP verdicts");
 out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /* RESET closes the client (and the owner sees the reset). */
 static void test_tcp_reset(void)
 {
 	int cli = -1, srv = -1, link = -1, err;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	char buf[4];
 	ssize_t n;
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0 || !tcp_pair(AF_INET, 8400, &cli, &srv))
 		goto out;
 	if (!ping(cli, 1) ||
@@ -828,7 +828,7 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /* A FIN in the segment of a consumed request stays unread: the owner reads
@@ -837,14 +837,14 @@ out:
 static void test_tcp_fin_with_data(void)
 {
 	int cli = -1, srv = -1, link = -1, one = 1, zero = 0;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	char buf[8];
 	ssize_t n;
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0 || !tcp_pair(AF_INET, 8450, &cli, &srv))
 		goto out;
 	if (!ping(cli, 1))
@@ -869,36 +869,36 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /* PASS delivers, also across segments the program passes. */
 static void test_tcp_pass(void)
 {
 	int cli = -1, srv = -1, link = -1;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	char buf[11];
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0 || !tcp_pair(AF_INET, 8500, &cli, &srv))
 		goto out;
 	if (!ASSERT_OK(send_all(cli, "hello world", 11), "send") ||
 	    !ASSERT_OK(recv_all(srv, buf, 11), "owner recv"))
 		goto out;
 	ASSERT_STRNEQ(buf, "hello world", 11, "owner read");
-	ASSERT_GE(stat_get(skel, XPS_PASS), 1, "PASS verdicts");
+	ASSERT_GE(stat_get(skel, SERVE_PASS), 1, "PASS verdicts");
 	/* TAIL goes through the PROG_ARRAY like libxps handlers. */
 	if (!ASSERT_OK(send_all(cli, "TAIL", 4), "send TAIL"))
 		goto out;
 	if (!ASSERT_OK(recv_all(cli, buf, 7), "tail call reply")) {
 		printf("  verdicts: pass %llu drop %llu tx %llu reset %llu\n",
-		       (unsigned long long)stat_get(skel, XPS_PASS),
-		       (unsigned long long)stat_get(skel, XPS_DROP),
-		       (unsigned long long)stat_get(skel, XPS_TX),
-		       (unsigned long long)stat_get(skel, XPS_RESET));
+		       (unsigned long long)stat_get(skel, SERVE_PASS),
+		       (unsigned long long)stat_get(skel, SERVE_DROP),
+		       (unsigned long long)stat_get(skel, SERVE_TX),
+		       (unsigned long long)stat_get(skel, SERVE_RESET));
 		goto out;
 	}
 	ASSERT_STRNEQ(buf, "TAIL-OK", 7, "tail call reply");
@@ -906,7 +906,7 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /* Socket owned by user: segments processed from the backlog by the owner
@@ -915,14 +915,14 @@ out:
 static void test_tcp_backlog(void)
 {
 	int cli = -1, srv = -1, link = -1, i, tgid, one = 1, *stop = NULL;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	pid_t pid = -1;
 	__u32 zero = 0;
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0 || !tcp_pair(AF_INET, 8600, &cli, &srv))
 		goto out;
 	stop = mmap_shared();
@@ -948,9 +948,9 @@ static void test_tcp_backlog(void)
 			goto out;
 	if (env.verbosity > VERBOSE_NONE)
 		printf("  %llu of %llu runs from the backlog\n",
-		       (unsigned long long)stat_get(skel, XPS_TEST_STAT_OWNER),
-		       (unsigned long long)stat_get(skel, XPS_TEST_STAT_RUNS));
-	ASSERT_GT(stat_get(skel, XPS_TEST_STAT_OWNER), 0,
+		       (unsigned long long)stat_get(skel, SERVE_TEST_STAT_OWNER),
+		       (unsigned long long)stat_get(skel, SERVE_TEST_STAT_RUNS));
+	ASSERT_GT(stat_get(skel, SERVE_TEST_STAT_OWNER), 0,
 		  "runs in the owner's context (backlog path)");
 	ASSERT_EQ(inq(srv), 0, "owner's queued bytes");
 out:
@@ -963,7 +963,7 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /* One "OWNR" request on @cli: true if the program answered "DONE". */
@@ -1016,13 +1016,13 @@ static bool owner_got_ownr(int srv, int n)
  * seen it see-only (its @see_only-th such run), and the client gets no
  * reply: the kernel kept the request from the program, as @what says.
  */
-static bool ownr_to_owner(struct xps_test *skel, int cli, int srv,
+static bool ownr_to_owner(struct serve_test *skel, int cli, int srv,
 			  __u64 see_only, const char *what)
 {
 	if (!ASSERT_OK(send_all(cli, "OWNR", 4), "send OWNR") ||
 	    !owner_got_ownr(srv, 1))
 		return false;
-	return ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), see_only,
+	return ASSERT_EQ(stat_get(skel, SERVE_TEST_STAT_SEE_ONLY), see_only,
 			 what) &&
 	       ASSERT_FALSE(readable(cli, 100), "client got no reply");
 }
@@ -1060,16 +1060,16 @@ static void test_tcp_owner_writing(void)
 {
 	const size_t total = 4 << 20, quiet = 1 << 20;
 	int cli = -1, srv = -1, link = -1, st, sent = 0;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	char *big = NULL, buf[4096];
 	size_t got = 0;
 	pid_t pid = -1;
 	ssize_t n;
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0)
 		goto out;
 	big = slow_reader_pair(8910, total, &cli, &srv);
@@ -1106,7 +1106,7 @@ static void test_tcp_owner_writing(void)
 	pid = -1;
 	ASSERT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st), "owner's write");
 	ASSERT_GE(sent, 40, "requests during the write");
-	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), sent,
+	ASSERT_EQ(stat_get(skel, SERVE_TEST_STAT_SEE_ONLY), sent,
 		  "requests the kernel kept see-only");
 	if (!owner_got_ownr(srv, sent))
 		goto out;
@@ -1121,7 +1121,7 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /*
@@ -1135,14 +1135,14 @@ static void test_tcp_owner_unsent(void)
 	const size_t total = 4 << 20;
 	int cli = -1, srv = -1, link = -1;
 	struct tcp_info ti;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	char *big = NULL;
 	ssize_t n;
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0)
 		goto out;
 	big = slow_reader_pair(8920, total, &cli, &srv);
@@ -1161,7 +1161,7 @@ static void test_tcp_owner_unsent(void)
 	if (!ASSERT_OK(send_all(cli, "OWNR", 4), "send OWNR") ||
 	    !owner_got_ownr(srv, 1))
 		goto out;
-	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), 1,
+	ASSERT_EQ(stat_get(skel, SERVE_TEST_STAT_SEE_ONLY), 1,
 		  "request the kernel kept see-only");
 	if (!recv_pattern(cli, n - (32 << 10), 'x', "the owner's write, whole"))
 		goto out;
@@ -1172,7 +1172,7 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /*
@@ -1184,17 +1184,17 @@ out:
 static void test_tcp_attach_gap(void)
 {
 	int old_cli = -1, old_srv = -1, cli = -1, srv = -1, link = -1;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	char buf[5];
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
 	if (!tcp_pair(AF_INET, 8930, &old_cli, &old_srv) ||
 	    !ASSERT_OK(send_all(old_cli, "hello", 5), "send before attach") ||
 	    !ASSERT_OK(recv_all(old_srv, buf, 5), "owner recv before attach"))
 		goto out;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0)
 		goto out;
 	if (!ownr_to_owner(skel, old_cli, old_srv, 1,
@@ -1210,7 +1210,7 @@ static void test_tcp_attach_gap(void)
 	if (!ASSERT_OK(send_all(cli, "gap!", 4), "send while detached") ||
 	    !ASSERT_OK(recv_all(srv, buf, 4), "owner recv while detached"))
 		goto out;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0)
 		goto out;
 	ownr_to_owner(skel, cli, srv, 2,
@@ -1221,7 +1221,7 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /*
@@ -1233,13 +1233,13 @@ out:
 static void test_tcp_urgent(void)
 {
 	int cli = -1, srv = -1, link = -1;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	char buf[4];
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0 || !tcp_pair(AF_INET, 8960, &cli, &srv) ||
 	    !ASSERT_TRUE(ownr_answered(cli), "answered before urgent data"))
 		goto out;
@@ -1249,7 +1249,7 @@ static void test_tcp_urgent(void)
 	    !ASSERT_EQ(recv(srv, buf, 1, MSG_OOB), 1, "owner recv(MSG_OOB)") ||
 	    !ASSERT_EQ(buf[0], 'R', "urgent byte"))
 		goto out;
-	if (!ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), 1,
+	if (!ASSERT_EQ(stat_get(skel, SERVE_TEST_STAT_SEE_ONLY), 1,
 		       "the program saw the urgent segment, see-only") ||
 	    !ASSERT_FALSE(readable(cli, 100), "no reply to urgent data"))
 		goto out;
@@ -1258,7 +1258,7 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /*
@@ -1357,7 +1357,7 @@ static bool failslab(int times)
 }
 
 /* Tries of a test whose injected failure may hit another allocation. */
-#define XPS_FAILSLAB_TRIES	10
+#define SERVE_FAILSLAB_TRIES	10
 
 /*
  * A segment the hook cannot clone for the program (no memory) is dropped,
@@ -1370,17 +1370,17 @@ static void test_tcp_clone_fails(void)
 {
 	int cli = -1, srv = -1, link = -1, i;
 	long long before, drops = 0;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	bool answered;
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0 || !tcp_pair(AF_INET, 8970, &cli, &srv) ||
 	    !ASSERT_TRUE(ownr_answered(cli), "answered before the failure"))
 		goto out;
-	for (i = 0; i < XPS_FAILSLAB_TRIES && !drops; i++) {
+	for (i = 0; i < SERVE_FAILSLAB_TRIES && !drops; i++) {
 		before = tcp_mib("TCPRcvQDrop");
 		if (!ASSERT_GE(before, 0, "TcpExt TCPRcvQDrop") ||
 		    !failslab(1))
@@ -1394,7 +1394,7 @@ static void test_tcp_clone_fails(void)
 	}
 	if (!ASSERT_EQ(drops, 1, "segments dropped for want of a clone"))
 		goto out;
-	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_SEE_ONLY), 0, "no see-only run");
+	ASSERT_EQ(stat_get(skel, SERVE_TEST_STAT_SEE_ONLY), 0, "no see-only run");
 	ASSERT_EQ(inq(srv), 0, "nothing for the owner");
 	ASSERT_TRUE(ownr_answered(cli), "the connection is still answered");
 out:
@@ -1402,7 +1402,7 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 #define TC_QDISC	"PATH=$PATH:/usr/sbin:/sbin tc qdisc "
@@ -1443,28 +1443,28 @@ static void *stream_write(void *arg)
  * clone for the program: the peer sends it again.  A segment whose
  * retransmissions fail too waits out a doubling RTO each time (six
  * failures in a row: 0.2 + 0.4 + ... + 6.4 s), so the failure budget is
- * kept small and the sockets wait XPS_STREAM_WAIT_S, not the usual 10 s.
+ * kept small and the sockets wait SERVE_STREAM_WAIT_S, not the usual 10 s.
  */
-#define XPS_STREAM_FAILS	6
-#define XPS_STREAM_WAIT_S	30
+#define SERVE_STREAM_FAILS	6
+#define SERVE_STREAM_WAIT_S	30
 
 static void tcp_stream(bool nomem)
 {
 	/* a whole number of patterns: every round sends the same bytes */
-	const size_t total = 512 * XPS_TEST_STREAM_MOD;
+	const size_t total = 512 * SERVE_TEST_STREAM_MOD;
 	struct stream_writer w = { .fd = -1 };
 	int srv = -1, link = -1, one = 1, round;
 	bool netem = false, th = false, inject;
 	long long ofo = 0, drops = 0, drops0 = 0;
 	__u64 start, slowest = 0;
-	struct xps_test_stream st = {};
+	struct serve_test_stream st = {};
 	char *buf = NULL, *got = NULL;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	pthread_t thread;
 	__u32 zero = 0;
 	size_t i;
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
 	buf = malloc(total);
@@ -1472,13 +1472,13 @@ static void tcp_stream(bool nomem)
 	if (!ASSERT_OK_PTR(buf, "malloc") || !ASSERT_OK_PTR(got, "malloc"))
 		goto out;
 	for (i = 0; i < total; i++)
-		buf[i] = i % XPS_TEST_STREAM_MOD;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
-	if (link < 0 || !tcp_pair(AF_INET, XPS_TEST_STREAM_PORT, &w.fd, &srv))
+		buf[i] = i % SERVE_TEST_STREAM_MOD;
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, SERVE_TEST_STREAM_PORT, &w.fd, &srv))
 		goto out;
 	setsockopt(w.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	timeouts(w.fd, XPS_STREAM_WAIT_S);
-	timeouts(srv, XPS_STREAM_WAIT_S);
+	timeouts(w.fd, SERVE_STREAM_WAIT_S);
+	timeouts(srv, SERVE_STREAM_WAIT_S);
 	if (!ASSERT_OK(system(TC_QDISC "add dev lo root netem " NETEM),
 		       "netem on lo"))
 		goto out;
@@ -1493,7 +1493,7 @@ static void tcp_stream(bool nomem)
 		inject = nomem && ofo > 0;
 		if (inject) {
 			drops0 = tcp_mib("TCPRcvQDrop");
-			if (!failslab_set(30, XPS_STREAM_FAILS))
+			if (!failslab_set(30, SERVE_STREAM_FAILS))
 				goto out;
 		}
 		start = now_ms();
@@ -1531,7 +1531,7 @@ static void tcp_stream(bool nomem)
 	ASSERT_EQ(st.bytes, total * round, "bytes the program saw");
 	ASSERT_EQ(st.bad, 0, "runs out of place");
 	ASSERT_EQ(st.lost, 0, "runs on a lost connection");
-	ASSERT_EQ(tcp_mib("TCPXPSLost"), 0, "TCPXPSLost");
+	ASSERT_EQ(tcp_mib("TCPServeLost"), 0, "TCPServeLost");
 	/* otherwise the test proved nothing of the out-of-order queue */
 	ASSERT_GT(ofo, 0, "segments through the out-of-order queue");
 	ASSERT_GT(st.see_only, 0, "see-only runs from it");
@@ -1551,7 +1551,7 @@ out:
 	close_fd(w.fd);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 static void test_tcp_reorder(void)
@@ -1673,20 +1673,20 @@ static void test_tcp_overlap(void)
 {
 	const size_t first = 1000, back = 100, more = 1000;
 	char buf[2000], got[1000];
-	struct xps_test_stream st = {};
+	struct serve_test_stream st = {};
 	int cli = -1, srv = -1, link = -1;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	long long dsack;
 	__u32 zero = 0;
 	size_t i;
 
 	for (i = 0; i < sizeof(buf); i++)
-		buf[i] = i % XPS_TEST_STREAM_MOD;
-	skel = xps_load();
+		buf[i] = i % SERVE_TEST_STREAM_MOD;
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
-	if (link < 0 || !tcp_pair(AF_INET, XPS_TEST_STREAM_PORT, &cli, &srv) ||
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
+	if (link < 0 || !tcp_pair(AF_INET, SERVE_TEST_STREAM_PORT, &cli, &srv) ||
 	    !ASSERT_OK(send_all(cli, buf, first), "send") ||
 	    !ASSERT_OK(recv_all(srv, got, first), "owner recv") ||
 	    !ASSERT_OK(memcmp(got, buf, first), "owner read the first bytes"))
@@ -1711,12 +1711,12 @@ static void test_tcp_overlap(void)
 	ASSERT_EQ(st.bad, 0, "runs out of place");
 	ASSERT_GT(st.see_only, 0, "the overlapping run see-only");
 	ASSERT_EQ(st.lost, 0, "runs on a lost connection");
-	ASSERT_EQ(tcp_mib("TCPXPSLost"), 0, "TCPXPSLost");
+	ASSERT_EQ(tcp_mib("TCPServeLost"), 0, "TCPServeLost");
 out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /* Data in a Fast Open SYN reaches the owner without the program: the
@@ -1727,7 +1727,7 @@ static void test_tcp_fastopen(void)
 	int l = -1, cli = -1, srv = -1, link = -1, qlen = 8, fd;
 	struct sockaddr_storage ss;
 	struct tcp_info ti;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	socklen_t len;
 	char buf[5];
 
@@ -1737,10 +1737,10 @@ static void test_tcp_fastopen(void)
 		return;
 	ASSERT_EQ(write(fd, "0x207", 5), 5, "tcp_fastopen = 0x207");
 	close(fd);
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0)
 		goto out;
 	l = listen_on(AF_INET, SOCK_STREAM, "127.0.0.1", 8940);
@@ -1773,10 +1773,10 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
-/* An int socket option's value (TCP_XPS, UDP_XPS), or -errno. */
+/* An int socket option's value (TCP_SERVE, UDP_SERVE), or -errno. */
 static int int_opt(int fd, int level, int name)
 {
 	socklen_t len = sizeof(int);
@@ -1788,7 +1788,7 @@ static int int_opt(int fd, int level, int name)
 }
 
 /*
- * The hook runs only on sockets that opted in (TCP_XPS): not on the
+ * The hook runs only on sockets that opted in (TCP_SERVE): not on the
  * connection of a listener that did not, until that socket opts in; it
  * is then lost to the program, which missed its first bytes.  A listener
  * that opts in passes it to its children.
@@ -1796,19 +1796,19 @@ static int int_opt(int fd, int level, int name)
 static void test_tcp_opt_in(void)
 {
 	int l = -1, cli = -1, srv = -1, link = -1, zero = 0, one = 1;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	char buf[8];
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0)
 		goto out;
 	l = listen_on(AF_INET, SOCK_STREAM, "127.0.0.1", 8950);
 	if (!ASSERT_OK_FD(l, "listen") ||
-	    !ASSERT_EQ(int_opt(l, IPPROTO_TCP, TCP_XPS), 1, "listener opted in") ||
-	    !ASSERT_OK(setsockopt(l, IPPROTO_TCP, TCP_XPS, &zero, sizeof(zero)),
+	    !ASSERT_EQ(int_opt(l, IPPROTO_TCP, TCP_SERVE), 1, "listener opted in") ||
+	    !ASSERT_OK(setsockopt(l, IPPROTO_TCP, TCP_SERVE, &zero, sizeof(zero)),
 		       "listener opts out"))
 		goto out;
 	cli = connect_to(AF_INET, "127.0.0.1", 8950);
@@ -1818,18 +1818,18 @@ static void test_tcp_opt_in(void)
 	if (!ASSERT_OK_FD(srv, "accept"))
 		goto out;
 	timeouts(srv, 10);
-	ASSERT_EQ(int_opt(srv, IPPROTO_TCP, TCP_XPS), 0,
+	ASSERT_EQ(int_opt(srv, IPPROTO_TCP, TCP_SERVE), 0,
 		  "child of a listener that opted out");
 	if (!ASSERT_OK(send_all(cli, "PING0001", 8), "send PING") ||
 	    !ASSERT_OK(recv_all(srv, buf, 8), "owner recv"))
 		goto out;
 	ASSERT_STRNEQ(buf, "PING0001", 8, "owner got the request");
-	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), 0,
+	ASSERT_EQ(stat_get(skel, SERVE_TEST_STAT_RUNS), 0,
 		  "program runs on a socket that did not opt in");
 
-	if (!ASSERT_OK(setsockopt(srv, IPPROTO_TCP, TCP_XPS, &one, sizeof(one)),
+	if (!ASSERT_OK(setsockopt(srv, IPPROTO_TCP, TCP_SERVE, &one, sizeof(one)),
 		       "accepted socket opts in") ||
-	    !ASSERT_EQ(int_opt(srv, IPPROTO_TCP, TCP_XPS), 1, "opted in"))
+	    !ASSERT_EQ(int_opt(srv, IPPROTO_TCP, TCP_SERVE), 1, "opted in"))
 		goto out;
 	if (!ownr_to_owner(skel, cli, srv, 1,
 			   "late opt-in: the connection is lost to the program"))
@@ -1838,7 +1838,7 @@ static void test_tcp_opt_in(void)
 	close(srv);
 	srv = -1;
 
-	if (!ASSERT_OK(setsockopt(l, IPPROTO_TCP, TCP_XPS, &one, sizeof(one)),
+	if (!ASSERT_OK(setsockopt(l, IPPROTO_TCP, TCP_SERVE, &one, sizeof(one)),
 		       "listener opts in"))
 		goto out;
 	cli = connect_to(AF_INET, "127.0.0.1", 8950);
@@ -1847,8 +1847,8 @@ static void test_tcp_opt_in(void)
 	srv = accept4(l, NULL, NULL, SOCK_CLOEXEC);
 	if (!ASSERT_OK_FD(srv, "accept"))
 		goto out;
-	ASSERT_EQ(int_opt(srv, IPPROTO_TCP, TCP_XPS), 1, "child inherits the opt-in");
-	ASSERT_EQ(int_opt(cli, IPPROTO_TCP, TCP_XPS), 0,
+	ASSERT_EQ(int_opt(srv, IPPROTO_TCP, TCP_SERVE), 1, "child inherits the opt-in");
+	ASSERT_EQ(int_opt(cli, IPPROTO_TCP, TCP_SERVE), 0,
 		  "client socket did not opt in");
 	ASSERT_TRUE(ownr_answered(cli), "answered on the child");
 out:
@@ -1856,7 +1856,7 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /*
@@ -1927,17 +1927,17 @@ static void udp_tx(int family)
 {
 	const char *dst = family == AF_INET6 ? "::1" : "127.0.0.2";
 	int srv = -1, cli = -1, link = -1, port = 9000 + family;
-	static struct xps_test_kbuf kb;
+	static struct serve_test_kbuf kb;
 	struct sockaddr_storage ss, from;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	socklen_t len, fl = sizeof(from);
 	char buf[64];
 	ssize_t n;
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_udp, attach_udp);
+	link = serve_link(skel->progs.serve_udp, attach_udp);
 	if (link < 0)
 		goto out;
 	if (!udp_pair(family, dst, port, &srv, &cli, &ss, &len))
@@ -1955,7 +1955,7 @@ static void udp_tx(int family)
 	ASSERT_OK(memcmp(&from, &ss, len),
 		  "reply from the request's destination address and port");
 
-	/* A reply from a buffer (bpf_xps_reply() builds the datagram). */
+	/* A reply from a buffer (bpf_serve_reply() builds the datagram). */
 	if (!kbuf_fill(skel, &kb) ||
 	    !udp_answered(cli, &ss, len, "KB\x00\x30", kb.b, 48))
 		goto out;
@@ -1963,7 +1963,7 @@ static void udp_tx(int family)
 	/* Two replies in a run: the second is refused, the first sent. */
 	if (!udp_answered(cli, &ss, len, "KTWO", kb.b, 4))
 		goto out;
-	ASSERT_EQ(kret_get(skel, 1), -EBUSY, "second bpf_xps_reply()");
+	ASSERT_EQ(kret_get(skel, 1), -EBUSY, "second bpf_serve_reply()");
 
 	/* Given, then PASS: dropped; the owner gets the request intact. */
 	if (!udp_to_owner(cli, srv, &ss, len, "KPAS"))
@@ -1974,7 +1974,7 @@ static void udp_tx(int family)
 	/* DROP: nobody sees anything, once the program has dropped it. */
 	if (!ASSERT_EQ(sendto(cli, "DROP-udp", 8, 0, (void *)&ss, len), 8,
 		       "send DROP") ||
-	    !wait_stat(skel, XPS_DROP, 1))
+	    !wait_stat(skel, SERVE_DROP, 1))
 		goto out;
 	n = recv(srv, buf, sizeof(buf), MSG_DONTWAIT);
 	ASSERT_TRUE(n < 0 && errno == EAGAIN, "owner got nothing of DROP");
@@ -1984,17 +1984,17 @@ static void udp_tx(int family)
 	/* PASS: the owner gets the datagram unchanged (and nothing before). */
 	if (!udp_to_owner(cli, srv, &ss, len, "hello-udp"))
 		goto out;
-	ASSERT_EQ(stat_get(skel, XPS_TX), 3, "TX verdicts (PING, KB, KTWO)");
-	ASSERT_EQ(stat_get(skel, XPS_DROP), 1, "DROP verdicts");
+	ASSERT_EQ(stat_get(skel, SERVE_TX), 3, "TX verdicts (PING, KB, KTWO)");
+	ASSERT_EQ(stat_get(skel, SERVE_DROP), 1, "DROP verdicts");
 out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /* Run the enroll_udp iterator over this namespace's UDP sockets. */
-static bool udp_enroll(struct xps_test *skel, int port)
+static bool udp_enroll(struct serve_test *skel, int port)
 {
 	struct bpf_link *link;
 	char buf[64];
@@ -2016,51 +2016,51 @@ static bool udp_enroll(struct xps_test *skel, int port)
 }
 
 /*
- * The hook runs only on UDP sockets that opted in: with UDP_XPS, or
- * enrolled by an iterator through bpf_xps_udp_enroll().  Not on the
+ * The hook runs only on UDP sockets that opted in: with UDP_SERVE, or
+ * enrolled by an iterator through bpf_serve_udp_enroll().  Not on the
  * client's socket (the answers it receives), not on UDP-Lite.
  */
 static void test_udp_opt_in(void)
 {
 	int srv = -1, cli = -1, lite = -1, link = -1, zero = 0, one = 1;
 	struct sockaddr_storage ss;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	socklen_t len;
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_udp, attach_udp);
+	link = serve_link(skel->progs.serve_udp, attach_udp);
 	if (link < 0 ||
 	    !udp_pair(AF_INET, "127.0.0.1", 9070, &srv, &cli, &ss, &len))
 		goto out;
-	ASSERT_EQ(int_opt(srv, SOL_UDP, UDP_XPS), 1, "server opted in");
-	ASSERT_EQ(int_opt(cli, SOL_UDP, UDP_XPS), 0, "client did not opt in");
+	ASSERT_EQ(int_opt(srv, SOL_UDP, UDP_SERVE), 1, "server opted in");
+	ASSERT_EQ(int_opt(cli, SOL_UDP, UDP_SERVE), 0, "client did not opt in");
 	if (!udp_answered(cli, &ss, len, "PING", "PONG", 4))
 		goto out;
-	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), 1,
+	ASSERT_EQ(stat_get(skel, SERVE_TEST_STAT_RUNS), 1,
 		  "runs: the request, not the answer the client received");
 
-	if (!ASSERT_OK(setsockopt(srv, SOL_UDP, UDP_XPS, &zero, sizeof(zero)),
+	if (!ASSERT_OK(setsockopt(srv, SOL_UDP, UDP_SERVE, &zero, sizeof(zero)),
 		       "server opts out") ||
-	    !ASSERT_EQ(int_opt(srv, SOL_UDP, UDP_XPS), 0, "opted out") ||
+	    !ASSERT_EQ(int_opt(srv, SOL_UDP, UDP_SERVE), 0, "opted out") ||
 	    !udp_to_owner(cli, srv, &ss, len, "PING"))
 		goto out;
-	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), 1,
+	ASSERT_EQ(stat_get(skel, SERVE_TEST_STAT_RUNS), 1,
 		  "program runs on a socket that opted out");
 
 	/* A socket the iterator enrolls, as libxps does for a service. */
 	if (!udp_enroll(skel, 9070))
 		goto out;
 	ASSERT_EQ(skel->bss->enrolled, 1, "sockets the iterator enrolled");
-	ASSERT_EQ(int_opt(srv, SOL_UDP, UDP_XPS), 1, "enrolled by the iterator");
-	ASSERT_EQ(int_opt(cli, SOL_UDP, UDP_XPS), 0, "client left alone");
+	ASSERT_EQ(int_opt(srv, SOL_UDP, UDP_SERVE), 1, "enrolled by the iterator");
+	ASSERT_EQ(int_opt(cli, SOL_UDP, UDP_SERVE), 0, "client left alone");
 	if (!udp_answered(cli, &ss, len, "PING", "PONG", 4))
 		goto out;
 
 	lite = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDPLITE);
 	if (ASSERT_OK_FD(lite, "UDP-Lite socket")) {
-		ASSERT_ERR(setsockopt(lite, SOL_UDP, UDP_XPS, &one,
+		ASSERT_ERR(setsockopt(lite, SOL_UDP, UDP_SERVE, &one,
 				      sizeof(one)), "UDP-Lite opts in");
 		ASSERT_EQ(errno, ENOPROTOOPT, "UDP-Lite's errno");
 	}
@@ -2069,7 +2069,7 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 static void test_udp_tx_v4(void)
@@ -2095,15 +2095,15 @@ static void udp_send_fails(int family)
 	const char *dst = family == AF_INET6 ? "::1" : "127.0.0.1";
 	int srv = -1, cli = -1, link = -1, port = 9100 + family;
 	struct sockaddr_storage ss;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	bool hooked = false;
 	socklen_t len;
 	char buf[64];
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_udp, attach_udp);
+	link = serve_link(skel->progs.serve_udp, attach_udp);
 	if (link < 0)
 		goto out;
 	if (!udp_pair(family, dst, port, &srv, &cli, &ss, &len))
@@ -2122,7 +2122,7 @@ static void udp_send_fails(int family)
 		goto out;
 	ASSERT_LT(recv(cli, buf, sizeof(buf), MSG_DONTWAIT), 0,
 		  "client got a reply");
-	ASSERT_EQ(stat_get(skel, XPS_TX), 2, "TX verdicts (both PINGs)");
+	ASSERT_EQ(stat_get(skel, SERVE_TX), 2, "TX verdicts (both PINGs)");
 out:
 	if (hooked) {
 		hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
@@ -2131,7 +2131,7 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 static void test_udp_send_fails_v4(void)
@@ -2150,7 +2150,7 @@ static void test_udp_port_zero(void)
 	int srv = -1, raw = -1, link = -1, port = 9150;
 	struct sockaddr_storage ss, from;
 	socklen_t len, fl = sizeof(from);
-	struct xps_test *skel;
+	struct serve_test *skel;
 	struct {
 		__be16 source, dest, len, check;
 		char data[8];
@@ -2158,10 +2158,10 @@ static void test_udp_port_zero(void)
 	char buf[64];
 	ssize_t n;
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_udp, attach_udp);
+	link = serve_link(skel->progs.serve_udp, attach_udp);
 	if (link < 0)
 		goto out;
 	srv = listen_on(AF_INET, SOCK_DGRAM, "0.0.0.0", port);
@@ -2184,12 +2184,12 @@ static void test_udp_port_zero(void)
 	ASSERT_STRNEQ(buf, "PING-p0!", 8, "owner got the request intact");
 	ASSERT_EQ(ntohs(((struct sockaddr_in *)&from)->sin_port), 0,
 		  "from port 0");
-	ASSERT_EQ(stat_get(skel, XPS_TX), 1, "TX verdict");
+	ASSERT_EQ(stat_get(skel, SERVE_TX), 1, "TX verdict");
 out:
 	close_fd(raw);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /* Runs ip(8) with the arguments @fmt makes.  Return: system()'s. */
@@ -2242,13 +2242,13 @@ static void udp_route_cache(int family)
 	int srv = -1, cli = -1, cli2 = -1, link = -1, port = 9190 + family;
 	int cport = 41000 + family;
 	struct sockaddr_storage ss, cs;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	socklen_t len, cl;
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_udp, attach_udp);
+	link = serve_link(skel->progs.serve_udp, attach_udp);
 	if (link < 0 || !udp_pair(family, dst, port, &srv, &cli, &ss, &len) ||
 	    !udp_big_answered(cli, &ss, len) ||
 	    !udp_big_answered(cli, &ss, len))
@@ -2281,13 +2281,13 @@ static void udp_route_cache(int family)
 	    !udp_to_owner(cli2, srv, &ss, len, "PING") ||
 	    !udp_answered(cli, &ss, len, "PING", "PONG", 4))
 		goto out;
-	ASSERT_EQ(stat_get(skel, XPS_TX), 7, "TX verdicts (the owner's two too)");
+	ASSERT_EQ(stat_get(skel, SERVE_TX), 7, "TX verdicts (the owner's two too)");
 out:
 	close_fd(cli2);
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 static void test_udp_route_cache_v4(void)
@@ -2312,19 +2312,19 @@ static void test_udp_clone_fails(void)
 	long long before, drops = 0;
 	struct sockaddr_storage ss;
 	bool replied, owner;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	char buf[64];
 	socklen_t len;
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_udp, attach_udp);
+	link = serve_link(skel->progs.serve_udp, attach_udp);
 	if (link < 0 ||
 	    !udp_pair(AF_INET, "127.0.0.1", 9170, &srv, &cli, &ss, &len) ||
 	    !udp_answered(cli, &ss, len, "PING", "PONG", 4))
 		goto out;
-	for (i = 0; i < XPS_FAILSLAB_TRIES && !drops; i++) {
+	for (i = 0; i < SERVE_FAILSLAB_TRIES && !drops; i++) {
 		before = udp_mib("MemErrors");
 		if (!ASSERT_GE(before, 0, "Udp MemErrors") || !failslab(1))
 			goto out;
@@ -2350,27 +2350,27 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /*
- * What the tracepoints of @proto (0: tcp:tcp_xps_run, 1: udp:udp_xps_run)
- * counted agrees with the MIB counters @mib reads (@prefix: "TCPXPS" or
- * "Xps"): every run, the verdicts carried out, and the refused ones (the
+ * What the tracepoints of @proto (0: tcp:tcp_serve_run, 1: udp:udp_serve_run)
+ * counted agrees with the MIB counters @mib reads (@prefix: "TCPServe" or
+ * "Serve"): every run, the verdicts carried out, and the refused ones (the
  * program's verdict not carried out).
  */
-static void trace_agrees(struct xps_test *skel, int proto,
+static void trace_agrees(struct serve_test *skel, int proto,
 			 long long (*mib)(const char *), const char *prefix)
 {
 	static const char *const names[] = {
-		[XPS_DROP] = "Drop", [XPS_TX] = "Answer", [XPS_RESET] = "Reset",
+		[SERVE_DROP] = "Drop", [SERVE_TX] = "Answer", [SERVE_RESET] = "Reset",
 	};
-	long long runs = 0, by[XPS_VERDICT_MAX + 1] = {}, refused = 0;
+	long long runs = 0, by[SERVE_VERDICT_MAX + 1] = {}, refused = 0;
 	char name[32];
 	int p, v;
 
-	for (p = 0; p <= XPS_VERDICT_MAX; p++)
-		for (v = 0; v <= XPS_VERDICT_MAX; v++) {
+	for (p = 0; p <= SERVE_VERDICT_MAX; p++)
+		for (v = 0; v <= SERVE_VERDICT_MAX; v++) {
 			long long n = skel->bss->trace_runs[proto][p][v];
 
 			runs += n;
@@ -2382,9 +2382,9 @@ static void trace_agrees(struct xps_test *skel, int proto,
 	ASSERT_EQ(runs, mib(name), "tracepoint events: runs");
 	snprintf(name, sizeof(name), "%sRefused", prefix);
 	ASSERT_EQ(refused, mib(name), "tracepoint events: refused");
-	for (v = XPS_DROP; v <= XPS_RESET; v++) {
-		/* UDP carries XPS_RESET out as XPS_DROP: no such counter */
-		if (proto && v == XPS_RESET) {
+	for (v = SERVE_DROP; v <= SERVE_RESET; v++) {
+		/* UDP carries SERVE_RESET out as SERVE_DROP: no such counter */
+		if (proto && v == SERVE_RESET) {
 			ASSERT_EQ(by[v], 0, "tracepoint events: UDP resets");
 			continue;
 		}
@@ -2394,28 +2394,28 @@ static void trace_agrees(struct xps_test *skel, int proto,
 }
 
 /*
- * The namespace's MIB counters (TcpExt TCPXPS*, Udp Xps*) count the runs,
+ * The namespace's MIB counters (TcpExt TCPServe*, Udp Serve*) count the runs,
  * answers, drops, resets, refused verdicts and lost connections; the
- * tracepoints tcp:tcp_xps_run and udp:udp_xps_run see the same runs.
+ * tracepoints tcp:tcp_serve_run and udp:udp_serve_run see the same runs.
  */
 static void test_mib_counters(void)
 {
 	int cli = -1, srv = -1, link = -1, ulink = -1, ucli = -1, usrv = -1;
 	struct bpf_link *ttrace = NULL, *utrace = NULL;
 	struct sockaddr_storage ss;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	socklen_t len;
 	char buf[8];
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
 	ttrace = bpf_program__attach(skel->progs.trace_tcp_run);
 	utrace = bpf_program__attach(skel->progs.trace_udp_run);
-	if (!ASSERT_OK_PTR(ttrace, "attach tp_btf/tcp_xps_run") ||
-	    !ASSERT_OK_PTR(utrace, "attach tp_btf/udp_xps_run"))
+	if (!ASSERT_OK_PTR(ttrace, "attach tp_btf/tcp_serve_run") ||
+	    !ASSERT_OK_PTR(utrace, "attach tp_btf/udp_serve_run"))
 		goto out;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0 || !tcp_pair(AF_INET, 8990, &cli, &srv) ||
 	    !ping(cli, 1) ||
 	    !ASSERT_OK(send_all(cli, "DROP", 4), "send DROP") ||
@@ -2423,31 +2423,31 @@ static void test_mib_counters(void)
 	    !ASSERT_OK(recv_all(srv, buf, 4), "owner recv") ||
 	    !ASSERT_STRNEQ(buf, "pass", 4, "owner got what passed"))
 		goto out;
-	/* On urgent data the run is see-only: its XPS_TX is refused, and
+	/* On urgent data the run is see-only: its SERVE_TX is refused, and
 	 * the connection is lost to the program.
 	 */
 	if (!ASSERT_EQ(send(cli, "PING", 4, MSG_OOB), 4, "send(MSG_OOB)") ||
 	    !ASSERT_OK(recv_all(srv, buf, 3), "owner recv in band"))
 		goto out;
-	ASSERT_EQ(tcp_mib("TCPXPSRun"), 4, "TCPXPSRun");
-	ASSERT_EQ(tcp_mib("TCPXPSAnswer"), 1, "TCPXPSAnswer");
-	ASSERT_EQ(tcp_mib("TCPXPSDrop"), 1, "TCPXPSDrop");
-	ASSERT_EQ(tcp_mib("TCPXPSRefused"), 1, "TCPXPSRefused");
-	ASSERT_EQ(tcp_mib("TCPXPSLost"), 1, "TCPXPSLost");
-	ASSERT_EQ(tcp_mib("TCPXPSReset"), 0, "TCPXPSReset before RST!");
+	ASSERT_EQ(tcp_mib("TCPServeRun"), 4, "TCPServeRun");
+	ASSERT_EQ(tcp_mib("TCPServeAnswer"), 1, "TCPServeAnswer");
+	ASSERT_EQ(tcp_mib("TCPServeDrop"), 1, "TCPServeDrop");
+	ASSERT_EQ(tcp_mib("TCPServeRefused"), 1, "TCPServeRefused");
+	ASSERT_EQ(tcp_mib("TCPServeLost"), 1, "TCPServeLost");
+	ASSERT_EQ(tcp_mib("TCPServeReset"), 0, "TCPServeReset before RST!");
 	close_fd(cli);
 	close_fd(srv);
 	if (!tcp_pair(AF_INET, 8991, &cli, &srv) ||
 	    !ASSERT_OK(send_all(cli, "RST!", 4), "send RST!") ||
 	    !ASSERT_EQ(recv(cli, buf, sizeof(buf), 0), -1, "reset"))
 		goto out;
-	ASSERT_EQ(tcp_mib("TCPXPSReset"), 1, "TCPXPSReset");
-	trace_agrees(skel, 0, tcp_mib, "TCPXPS");
-	/* the urgent PING: the program's XPS_TX, carried out as XPS_PASS */
-	ASSERT_EQ(skel->bss->trace_runs[0][XPS_TX][XPS_PASS], 1,
-		  "tcp:tcp_xps_run of the refused XPS_TX");
+	ASSERT_EQ(tcp_mib("TCPServeReset"), 1, "TCPServeReset");
+	trace_agrees(skel, 0, tcp_mib, "TCPServe");
+	/* the urgent PING: the program's SERVE_TX, carried out as SERVE_PASS */
+	ASSERT_EQ(skel->bss->trace_runs[0][SERVE_TX][SERVE_PASS], 1,
+		  "tcp:tcp_serve_run of the refused SERVE_TX");
 
-	ulink = xps_link(skel->progs.xps_udp, attach_udp);
+	ulink = serve_link(skel->progs.serve_udp, attach_udp);
 	if (ulink < 0 ||
 	    !udp_pair(AF_INET, "127.0.0.1", 9180, &usrv, &ucli, &ss, &len) ||
 	    !udp_answered(ucli, &ss, len, "PING", "PONG", 4) ||
@@ -2456,11 +2456,11 @@ static void test_mib_counters(void)
 	    !udp_to_owner(ucli, usrv, &ss, len, "pass"))
 		goto out;
 	/* not the PONG at the client, which did not opt in */
-	ASSERT_EQ(udp_mib("XpsRun"), 3, "Udp XpsRun");
-	ASSERT_EQ(udp_mib("XpsAnswer"), 1, "Udp XpsAnswer");
-	ASSERT_EQ(udp_mib("XpsDrop"), 1, "Udp XpsDrop");
-	ASSERT_EQ(udp_mib("XpsRefused"), 0, "Udp XpsRefused");
-	trace_agrees(skel, 1, udp_mib, "Xps");
+	ASSERT_EQ(udp_mib("ServeRun"), 3, "Udp ServeRun");
+	ASSERT_EQ(udp_mib("ServeAnswer"), 1, "Udp ServeAnswer");
+	ASSERT_EQ(udp_mib("ServeDrop"), 1, "Udp ServeDrop");
+	ASSERT_EQ(udp_mib("ServeRefused"), 0, "Udp ServeRefused");
+	trace_agrees(skel, 1, udp_mib, "Serve");
 out:
 	bpf_link__destroy(ttrace);
 	bpf_link__destroy(utrace);
@@ -2470,7 +2470,7 @@ out:
 	close_fd(usrv);
 	close_fd(link);
 	close_fd(ulink);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /* IPv4 clients of a dual-stack IPv6 socket (v4-mapped), TCP and UDP. */
@@ -2480,15 +2480,15 @@ static void test_v4mapped(void)
 	int link_tcp = -1, link_udp = -1;
 	struct sockaddr_storage ss, from;
 	socklen_t len, fl = sizeof(from);
-	struct xps_test *skel;
+	struct serve_test *skel;
 	char buf[16];
 	ssize_t n;
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link_tcp = xps_link(skel->progs.xps_tcp, attach_tcp);
-	link_udp = xps_link(skel->progs.xps_udp, attach_udp);
+	link_tcp = serve_link(skel->progs.serve_tcp, attach_tcp);
+	link_udp = serve_link(skel->progs.serve_udp, attach_udp);
 	if (link_tcp < 0 || link_udp < 0)
 		goto out;
 	l = listen_on(AF_INET6, SOCK_STREAM, "::", 8060);
@@ -2530,7 +2530,7 @@ out:
 	close_fd(ucli);
 	close_fd(link_tcp);
 	close_fd(link_udp);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 struct user_echo {
@@ -2560,15 +2560,15 @@ static void *user_echo(void *arg)
 static void test_attach_detach(void)
 {
 	int cli = -1, srv = -1, i, link = -1, n = 0;
-	struct xps_test *x, *y = NULL;
+	struct serve_test *x, *y = NULL;
 	struct user_echo u = {};
 	bool echoing = false;
 	pthread_t th;
 
-	x = xps_load();
+	x = serve_load();
 	if (!x)
 		return;
-	y = xps_load();
+	y = serve_load();
 	if (!y || !tcp_pair(AF_INET, 8700, &cli, &srv))
 		goto out;
 	u.fd = srv;
@@ -2579,12 +2579,12 @@ static void test_attach_detach(void)
 	for (i = 0; i < 3000; i++) {
 		if (i % 50 == 0) {
 			if (link < 0) {
-				link = xps_link(x->progs.xps_tcp, attach_tcp);
+				link = serve_link(x->progs.serve_tcp, attach_tcp);
 				if (link < 0)
 					goto out;
 			} else if (i % 100 == 50) {
 				struct bpf_program *p = n++ % 2 ?
-					x->progs.xps_tcp : y->progs.xps_tcp;
+					x->progs.serve_tcp : y->progs.serve_tcp;
 
 				/* Swap the program under traffic, then detach. */
 				if (!ASSERT_OK(bpf_link_update(link,
@@ -2599,12 +2599,12 @@ static void test_attach_detach(void)
 		if (!ping(cli, i))
 			goto out;
 	}
-	ASSERT_GT(stat_get(x, XPS_TX) + stat_get(y, XPS_TX), 0,
+	ASSERT_GT(stat_get(x, SERVE_TX) + stat_get(y, SERVE_TX), 0,
 		  "requests the program answered");
 	if (env.verbosity > VERBOSE_NONE)
 		printf("  kernel answered %llu, service the rest\n",
-		       (unsigned long long)(stat_get(x, XPS_TX) +
-					    stat_get(y, XPS_TX)));
+		       (unsigned long long)(stat_get(x, SERVE_TX) +
+					    stat_get(y, SERVE_TX)));
 out:
 	if (echoing) {
 		__atomic_store_n(&u.stop, 1, __ATOMIC_RELAXED);
@@ -2615,22 +2615,22 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(y);
-	xps_test__destroy(x);
+	serve_test__destroy(y);
+	serve_test__destroy(x);
 }
 
 /* A program attached to one netns does not see another's traffic. */
 static void test_netns_isolation(void)
 {
 	int cli = -1, srv = -1, link = -1, st;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	char buf[8];
 	pid_t pid;
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0)
 		goto out;
 	pid = fork();
@@ -2652,7 +2652,7 @@ static void test_netns_isolation(void)
 		goto out;
 	ASSERT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st),
 		    "the other netns' service got its request");
-	ASSERT_EQ(stat_get(skel, XPS_TEST_STAT_RUNS), 0,
+	ASSERT_EQ(stat_get(skel, SERVE_TEST_STAT_RUNS), 0,
 		  "runs on another netns' traffic");
 	if (!tcp_pair(AF_INET, 8801, &cli, &srv))
 		goto out;
@@ -2661,40 +2661,40 @@ out:
 	close_fd(cli);
 	close_fd(srv);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /* Attach rules: privilege, expected attach type, one program per netns. */
 static void test_permissions(void)
 {
 	int netns = -1, link = -1, fd, err, st;
-	struct xps_test *skel;
+	struct serve_test *skel;
 	pid_t pid;
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
 	netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (!ASSERT_OK_FD(netns, "open netns"))
 		goto out;
 
-	fd = bpf_link_create(bpf_program__fd(skel->progs.not_xps), netns,
+	fd = bpf_link_create(bpf_program__fd(skel->progs.not_serve), netns,
 			     attach_tcp, NULL);
 	err = fd < 0 ? errno : 0;
 	close_fd(fd);
-	ASSERT_EQ(err, EINVAL, "sockmap program attached as BPF_XPS_TCP");
-	fd = bpf_link_create(bpf_program__fd(skel->progs.xps_tcp), netns,
+	ASSERT_EQ(err, EINVAL, "sockmap program attached as BPF_SERVE_TCP");
+	fd = bpf_link_create(bpf_program__fd(skel->progs.serve_tcp), netns,
 			     attach_udp, NULL);
 	err = fd < 0 ? errno : 0;
 	close_fd(fd);
-	ASSERT_EQ(err, EINVAL, "BPF_XPS_TCP program attached as BPF_XPS_UDP");
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	ASSERT_EQ(err, EINVAL, "BPF_SERVE_TCP program attached as BPF_SERVE_UDP");
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0)
 		goto out;
-	fd = bpf_link_create(bpf_program__fd(skel->progs.xps_tcp), netns,
+	fd = bpf_link_create(bpf_program__fd(skel->progs.serve_tcp), netns,
 			     attach_tcp, NULL);
 	close_fd(fd);
-	ASSERT_ERR(fd, "second XPS program attached to one netns");
+	ASSERT_ERR(fd, "second serve program attached to one netns");
 
 	pid = fork();
 	if (!ASSERT_GE(pid, 0, "fork"))
@@ -2709,7 +2709,7 @@ static void test_permissions(void)
 		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
 		    setresuid(65534, 65534, 65534))
 			_exit(10);
-		fd = bpf_link_create(bpf_program__fd(skel->progs.xps_udp),
+		fd = bpf_link_create(bpf_program__fd(skel->progs.serve_udp),
 				     netns, attach_udp, NULL);
 		if (!(fd < 0 && errno == EPERM))
 			code |= 1;
@@ -2728,7 +2728,7 @@ static void test_permissions(void)
 out:
 	close_fd(link);
 	close_fd(netns);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 /* BPF_PROG_TEST_RUN: payload in, rewritten payload and verdict out. */
@@ -2741,10 +2741,10 @@ static void test_test_run(void)
 		.local_ip6 = { 0, 0, 0, htonl(1) },
 		.remote_ip6 = { htonl(0x20010db8), 0, 0, htonl(2) },
 	};
-	static struct xps_test_kbuf kb;
+	static struct serve_test_kbuf kb;
 	static char out[16384];
-	struct xps_test_seen s;
-	struct xps_test *skel;
+	struct serve_test_seen s;
+	struct serve_test *skel;
 	int tcp, udp;
 
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = "PING1234",
@@ -2752,14 +2752,14 @@ static void test_test_run(void)
 		    .data_size_out = sizeof(out), .ctx_in = &ctx,
 		    .ctx_size_in = sizeof(ctx));
 
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		return;
-	tcp = bpf_program__fd(skel->progs.xps_tcp);
-	udp = bpf_program__fd(skel->progs.xps_udp);
+	tcp = bpf_program__fd(skel->progs.serve_tcp);
+	udp = bpf_program__fd(skel->progs.serve_udp);
 	if (!ASSERT_OK(bpf_prog_test_run_opts(tcp, &o), "test_run PING"))
 		goto out;
-	ASSERT_EQ(o.retval, XPS_TX, "PING verdict");
+	ASSERT_EQ(o.retval, SERVE_TX, "PING verdict");
 	ASSERT_EQ(o.data_size_out, 8, "PING reply length");
 	ASSERT_STRNEQ(out, "PONG1234", 8, "PING reply");
 	seen_get(skel, &s);
@@ -2770,13 +2770,13 @@ static void test_test_run(void)
 	ASSERT_EQ(s.remote_ip6[0], htonl(0x20010db8), "seen remote_ip6");
 	ASSERT_NEQ(s.cookie, 0, "socket cookie");
 
-	/* No connection under test_run: bpf_xps_state() is 0, OWNR answered */
+	/* No connection under test_run: bpf_serve_state() is 0, OWNR answered */
 	o.data_in = "OWNR";
 	o.data_size_in = 4;
 	o.data_size_out = sizeof(out);
 	if (!ASSERT_OK(bpf_prog_test_run_opts(tcp, &o), "test_run OWNR"))
 		goto out;
-	ASSERT_EQ(o.retval, XPS_TX, "OWNR verdict");
+	ASSERT_EQ(o.retval, SERVE_TX, "OWNR verdict");
 	ASSERT_STRNEQ(out, "DONE", 4, "OWNR reply");
 
 	/* Without ctx_in the local port is 0: the program passes. */
@@ -2787,7 +2787,7 @@ static void test_test_run(void)
 	o.ctx_size_in = 0;
 	if (!ASSERT_OK(bpf_prog_test_run_opts(tcp, &o), "test_run without ctx"))
 		goto out;
-	ASSERT_EQ(o.retval, XPS_PASS, "verdict without ctx");
+	ASSERT_EQ(o.retval, SERVE_PASS, "verdict without ctx");
 	ASSERT_STRNEQ(out, "PING", 4, "payload without ctx");
 
 	o.data_in = "BIG\x0f";
@@ -2796,7 +2796,7 @@ static void test_test_run(void)
 	o.ctx_size_in = sizeof(ctx);
 	if (!ASSERT_OK(bpf_prog_test_run_opts(tcp, &o), "test_run BIG"))
 		goto out;
-	ASSERT_EQ(o.retval, XPS_TX, "BIG verdict");
+	ASSERT_EQ(o.retval, SERVE_TX, "BIG verdict");
 	ASSERT_EQ(o.data_size_out, 15360, "BIG reply length");
 	ASSERT_STRNEQ(out + 15356, "END!", 4, "BIG reply tail");
 
@@ -2804,18 +2804,18 @@ static void test_test_run(void)
 	o.data_size_out = sizeof(out);
 	if (!ASSERT_OK(bpf_prog_test_run_opts(tcp, &o), "test_run TAIL"))
 		goto out;
-	ASSERT_EQ(o.retval, XPS_TX, "TAIL verdict");
+	ASSERT_EQ(o.retval, SERVE_TX, "TAIL verdict");
 	ASSERT_EQ(o.data_size_out, 7, "TAIL reply length");
 	ASSERT_STRNEQ(out, "TAIL-OK", 7, "TAIL reply");
 
-	/* bpf_xps_reply() outside the hooks: the payload becomes the reply */
+	/* bpf_serve_reply() outside the hooks: the payload becomes the reply */
 	if (!kbuf_fill(skel, &kb))
 		goto out;
 	o.data_in = "KB\x01\x00";
 	o.data_size_out = sizeof(out);
 	if (!ASSERT_OK(bpf_prog_test_run_opts(tcp, &o), "test_run KB"))
 		goto out;
-	ASSERT_EQ(o.retval, XPS_TX, "KB verdict");
+	ASSERT_EQ(o.retval, SERVE_TX, "KB verdict");
 	ASSERT_EQ(o.data_size_out, 256, "KB reply length");
 	ASSERT_OK(memcmp(out, kb.b, 256), "KB reply");
 
@@ -2823,9 +2823,9 @@ static void test_test_run(void)
 	o.data_size_out = sizeof(out);
 	if (!ASSERT_OK(bpf_prog_test_run_opts(udp, &o), "test_run UDP"))
 		goto out;
-	ASSERT_EQ(o.retval, XPS_DROP, "UDP DROP verdict");
+	ASSERT_EQ(o.retval, SERVE_DROP, "UDP DROP verdict");
 out:
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 }
 
 static long long schedstat_ns(pid_t pid)
@@ -2868,13 +2868,13 @@ static long long cgroup_usage_us(const char *cg)
  */
 static void test_accounting(void)
 {
-	const char *cg = "/sys/fs/cgroup/xps-test";
+	const char *cg = "/sys/fs/cgroup/serve-test";
 	int stats_fd, cli = -1, link = -1, i, st, *stop = NULL;
 	long long run_ns, run0, owner0, owner1, cli0, cli1, cli_own, cg0, cg1;
 	int ready[2] = { -1, -1 };
 	struct bpf_prog_info info = {};
 	__u32 ilen = sizeof(info);
-	struct xps_test *skel = NULL;
+	struct serve_test *skel = NULL;
 	char path[256], c;
 	pid_t pid = -1;
 	FILE *f;
@@ -2882,10 +2882,10 @@ static void test_accounting(void)
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (!ASSERT_OK_FD(stats_fd, "bpf_enable_stats"))
 		return;
-	skel = xps_load();
+	skel = serve_load();
 	if (!skel)
 		goto out;
-	link = xps_link(skel->progs.xps_tcp, attach_tcp);
+	link = serve_link(skel->progs.serve_tcp, attach_tcp);
 	if (link < 0)
 		goto out;
 	stop = mmap_shared();
@@ -2925,12 +2925,12 @@ static void test_accounting(void)
 		}
 		_exit(0);
 	}
-	if (!ASSERT_TRUE(readable(ready[0], XPS_WAIT_MS), "service listens") ||
+	if (!ASSERT_TRUE(readable(ready[0], SERVE_WAIT_MS), "service listens") ||
 	    !ASSERT_EQ(read(ready[0], &c, 1), 1, "read"))
 		goto out;
 	cli = connect_to(AF_INET, "127.0.0.1", 8900);
 	if (!ASSERT_OK_FD(cli, "connect") ||
-	    !ASSERT_TRUE(readable(ready[0], XPS_WAIT_MS), "service accepted"))
+	    !ASSERT_TRUE(readable(ready[0], SERVE_WAIT_MS), "service accepted"))
 		goto out;
 	/*
 	 * The client's own work, for the same number of round trips with
@@ -2942,7 +2942,7 @@ static void test_accounting(void)
 		if (!ping(cli, i))
 			goto out;
 	cli_own = schedstat_ns(getpid()) - cli0;
-	if (!ASSERT_OK(bpf_obj_get_info_by_fd(bpf_program__fd(skel->progs.xps_tcp),
+	if (!ASSERT_OK(bpf_obj_get_info_by_fd(bpf_program__fd(skel->progs.serve_tcp),
 					      &info, &ilen),
 		       "prog info"))
 		goto out;
@@ -2972,7 +2972,7 @@ static void test_accounting(void)
 	owner1 = schedstat_ns(pid);
 	cli1 = schedstat_ns(getpid());
 	cg1 = cgroup_usage_us(cg);
-	if (!ASSERT_OK(bpf_obj_get_info_by_fd(bpf_program__fd(skel->progs.xps_tcp),
+	if (!ASSERT_OK(bpf_obj_get_info_by_fd(bpf_program__fd(skel->progs.serve_tcp),
 					      &info, &ilen),
 		       "prog info"))
 		goto out;
@@ -3009,7 +3009,7 @@ out:
 	close_fd(ready[1]);
 	close_fd(cli);
 	close_fd(link);
-	xps_test__destroy(skel);
+	serve_test__destroy(skel);
 	close(stats_fd);
 }
 
@@ -3075,12 +3075,12 @@ static void run_subtest(const char *name, void (*fn)(void))
 	close(saved);
 }
 
-void test_xps(void)
+void test_serve(void)
 {
 	int i;
 
 	if (!ASSERT_OK(find_attach_types(),
-		       "BPF_XPS_TCP and BPF_XPS_UDP in the kernel's BTF"))
+		       "BPF_SERVE_TCP and BPF_SERVE_UDP in the kernel's BTF"))
 		return;
 	for (i = 0; i < (int)ARRAY_SIZE(subtests); i++)
 		run_subtest(subtests[i].name, subtests[i].fn);

@@ -1,39 +1,39 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * BPF side of the XPS hook tests (prog_tests/xps.c), loaded through the
- * xps_test skeleton.  SK_SKB programs for BPF_XPS_TCP / BPF_XPS_UDP (the
+ * BPF side of the serve hook tests (prog_tests/serve.c), loaded through the
+ * serve_test skeleton.  SK_SKB programs for BPF_SERVE_TCP / BPF_SERVE_UDP (the
  * test sets the expected attach types before load) speaking a tiny
  * protocol keyed by the first four payload bytes:
  *
- *   "PING..."  XPS_TX, reply "PONG..." (same length, rest unchanged)
- *   "DROP..."  XPS_DROP
- *   "RST!..."  XPS_RESET
- *   "BIG" k    XPS_TX, reply of k KiB: "BIGR", zeros, "END!" (k <= 15)
- *   "TAIL..."  tail call into tail_handler: XPS_TX "TAIL-OK"
- *   "BURN..."  XPS_TX "PONG", after burning CPU (accounting test)
- *   "KB" n     XPS_TX, reply the first n bytes of `kbuf` (n: 16 bits, big
- *              endian) through the kfunc bpf_xps_reply()
- *   "KPAS"     XPS_PASS after giving the first 4 bytes of `kbuf` as reply
- *   "KTWO"     XPS_TX after giving two replies: bytes 0-3, then 4-7
- *   "KBIG"     XPS_TX after giving a reply of XPS_TCP_TX_MAX + 1 bytes
- *   "OWNR"     XPS_TX, reply "DONE", as a handler that follows the
- *              kernel's word: XPS_PASS if bpf_xps_state() has
- *              XPS_SK_SEE_ONLY or XPS_SK_LOST (the run's requests
- *              counted in XPS_TEST_STAT_SEE_ONLY), so that the
+ *   "PING..."  SERVE_TX, reply "PONG..." (same length, rest unchanged)
+ *   "DROP..."  SERVE_DROP
+ *   "RST!..."  SERVE_RESET
+ *   "BIG" k    SERVE_TX, reply of k KiB: "BIGR", zeros, "END!" (k <= 15)
+ *   "TAIL..."  tail call into tail_handler: SERVE_TX "TAIL-OK"
+ *   "BURN..."  SERVE_TX "PONG", after burning CPU (accounting test)
+ *   "KB" n     SERVE_TX, reply the first n bytes of `kbuf` (n: 16 bits, big
+ *              endian) through the kfunc bpf_serve_reply()
+ *   "KPAS"     SERVE_PASS after giving the first 4 bytes of `kbuf` as reply
+ *   "KTWO"     SERVE_TX after giving two replies: bytes 0-3, then 4-7
+ *   "KBIG"     SERVE_TX after giving a reply of SERVE_TCP_TX_MAX + 1 bytes
+ *   "OWNR"     SERVE_TX, reply "DONE", as a handler that follows the
+ *              kernel's word: SERVE_PASS if bpf_serve_state() has
+ *              SERVE_SK_SEE_ONLY or SERVE_SK_LOST (the run's requests
+ *              counted in SERVE_TEST_STAT_SEE_ONLY), so that the
  *              connection is never lost and every request tests the
  *              kernel's rule afresh
- *   otherwise  XPS_PASS
+ *   otherwise  SERVE_PASS
  *
  * and, on local port 7007, TX of every segment unchanged (stream echo);
- * on local port 7008, XPS_PASS of every segment, after checking that it
+ * on local port 7008, SERVE_PASS of every segment, after checking that it
  * starts and ends where the stream had got to (`stream`).
  * drop_replies, a TC egress program, drops the UDP datagrams sent from
  * port `drop_port` (a reply the stack fails to send).
- * Only sockets with a local port in [XPS_TEST_PORT_MIN, XPS_TEST_PORT_MAX]
+ * Only sockets with a local port in [SERVE_TEST_PORT_MIN, SERVE_TEST_PORT_MAX]
  * (the tests' servers) are answered.
  * Each run that does not pass records the context the program saw in
  * `seen`; every run counts its verdict in `stats`; the "K" commands keep
- * what bpf_xps_reply() returned in `kret`.  trace_tcp_run and
+ * what bpf_serve_reply() returned in `kret`.  trace_tcp_run and
  * trace_udp_run count the hooks' tracepoint events in `trace_runs`.
  */
 #include <linux/bpf.h>
@@ -47,23 +47,23 @@
 #include <bpf/bpf_tracing.h>
 #include <stdbool.h>
 
-#include "xps_test.h"
+#include "serve_test.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct xps_test_seen);
+	__type(value, struct serve_test_seen);
 } seen SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, XPS_TEST_NSTATS);
+	__uint(max_entries, SERVE_TEST_NSTATS);
 	__type(key, __u32);
 	__type(value, __u64);
 } stats SEC(".maps");
 
-/* Thread group whose runs count as XPS_TEST_STAT_OWNER (backlog test). */
+/* Thread group whose runs count as SERVE_TEST_STAT_OWNER (backlog test). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -76,10 +76,10 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct xps_test_kbuf);
+	__type(value, struct serve_test_kbuf);
 } kbuf SEC(".maps");
 
-/* What the last "K" command's calls of bpf_xps_reply() returned. */
+/* What the last "K" command's calls of bpf_serve_reply() returned. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 2);
@@ -91,12 +91,12 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct xps_test_stream);
+	__type(value, struct serve_test_stream);
 } stream SEC(".maps");
 
-extern int bpf_xps_reply(struct __sk_buff *s, const void *buf,
-			 __u32 buf__sz) __ksym;
-extern __u32 bpf_xps_state(struct __sk_buff *s) __ksym;
+extern int bpf_serve_reply(struct __sk_buff *s, const void *buf,
+			   __u32 buf__sz) __ksym;
+extern __u32 bpf_serve_state(struct __sk_buff *s) __ksym;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
@@ -121,10 +121,10 @@ static __always_inline void count(__u32 what)
 static __always_inline void record(struct __sk_buff *skb, __u32 verdict)
 {
 	__u32 zero = 0, *tgid;
-	struct xps_test_seen *s = bpf_map_lookup_elem(&seen, &zero);
+	struct serve_test_seen *s = bpf_map_lookup_elem(&seen, &zero);
 
 	/* Replies reaching the client run the program too (and pass). */
-	if (s && verdict != XPS_PASS) {
+	if (s && verdict != SERVE_PASS) {
 		s->family = skb->family;
 		s->local_port = skb->local_port;
 		s->remote_port = bpf_ntohl(skb->remote_port);
@@ -142,11 +142,11 @@ static __always_inline void record(struct __sk_buff *skb, __u32 verdict)
 		s->len = skb->len;
 		s->verdict = verdict;
 	}
-	count(XPS_TEST_STAT_RUNS);
+	count(SERVE_TEST_STAT_RUNS);
 	count(verdict);
 	tgid = bpf_map_lookup_elem(&owner_tgid, &zero);
 	if (tgid && *tgid && (bpf_get_current_pid_tgid() >> 32) == *tgid)
-		count(XPS_TEST_STAT_OWNER);
+		count(SERVE_TEST_STAT_OWNER);
 }
 
 static __always_inline void kret_set(__u32 i, __s64 ret)
@@ -157,71 +157,71 @@ static __always_inline void kret_set(__u32 i, __s64 ret)
 		*v = ret;
 }
 
-/* The "K" commands: replies through bpf_xps_reply(). */
+/* The "K" commands: replies through bpf_serve_reply(). */
 static __always_inline __u32 kreply(struct __sk_buff *skb, const char *cmd)
 {
-	struct xps_test_kbuf *kb;
+	struct serve_test_kbuf *kb;
 	__u32 zero = 0, len;
 
 	kb = bpf_map_lookup_elem(&kbuf, &zero);
 	if (!kb)
-		return XPS_PASS;
+		return SERVE_PASS;
 	if (cmd[1] == 'B' && cmd[2] == 'I' && cmd[3] == 'G') {
-		kret_set(0, bpf_xps_reply(skb, kb->b, XPS_TCP_TX_MAX + 1));
-		return XPS_TX;
+		kret_set(0, bpf_serve_reply(skb, kb->b, SERVE_TCP_TX_MAX + 1));
+		return SERVE_TX;
 	}
 	if (cmd[1] == 'P' && cmd[2] == 'A' && cmd[3] == 'S') {
-		kret_set(0, bpf_xps_reply(skb, kb->b, 4));
-		return XPS_PASS;
+		kret_set(0, bpf_serve_reply(skb, kb->b, 4));
+		return SERVE_PASS;
 	}
 	if (cmd[1] == 'T' && cmd[2] == 'W' && cmd[3] == 'O') {
-		kret_set(0, bpf_xps_reply(skb, kb->b, 4));
-		kret_set(1, bpf_xps_reply(skb, kb->b + 4, 4));
-		return XPS_TX;
+		kret_set(0, bpf_serve_reply(skb, kb->b, 4));
+		kret_set(1, bpf_serve_reply(skb, kb->b + 4, 4));
+		return SERVE_TX;
 	}
 	if (cmd[1] != 'B')
-		return XPS_PASS;
+		return SERVE_PASS;
 	len = ((__u8)cmd[2] << 8) | (__u8)cmd[3];
-	if (len < 1 || len > XPS_TEST_KBUF)
-		return XPS_PASS;
-	kret_set(0, bpf_xps_reply(skb, kb->b, len));
-	return XPS_TX;
+	if (len < 1 || len > SERVE_TEST_KBUF)
+		return SERVE_PASS;
+	kret_set(0, bpf_serve_reply(skb, kb->b, len));
+	return SERVE_TX;
 }
 
 /* "OWNR": answer only where the kernel allows it. */
 static __always_inline __u32 owner_rule(struct __sk_buff *skb)
 {
-	if (bpf_xps_state(skb) & (XPS_SK_SEE_ONLY | XPS_SK_LOST)) {
+	if (bpf_serve_state(skb) & (SERVE_SK_SEE_ONLY | SERVE_SK_LOST)) {
 		/* Per request, not per run: segments that met in the
 		 * backlog arrive as one run ("OWNROWNR").
 		 */
-		count_n(XPS_TEST_STAT_SEE_ONLY, skb->len / 4);
-		return XPS_PASS;
+		count_n(SERVE_TEST_STAT_SEE_ONLY, skb->len / 4);
+		return SERVE_PASS;
 	}
 	if (bpf_skb_store_bytes(skb, 0, "DONE", 4, 0))
-		return XPS_PASS;
-	return XPS_TX;
+		return SERVE_PASS;
+	return SERVE_TX;
 }
 
-/* XPS_TEST_STREAM_PORT: is this run the next bytes of the pattern? */
+/* SERVE_TEST_STREAM_PORT: is this run the next bytes of the pattern? */
 static __always_inline void stream_check(struct __sk_buff *skb)
 {
-	struct xps_test_stream *st;
+	struct serve_test_stream *st;
 	__u32 zero = 0, state;
 	__u8 first, last;
 
 	st = bpf_map_lookup_elem(&stream, &zero);
 	if (!st)
 		return;
-	state = bpf_xps_state(skb);
-	if (state & XPS_SK_SEE_ONLY)
+	state = bpf_serve_state(skb);
+	if (state & SERVE_SK_SEE_ONLY)
 		st->see_only++;
-	if (state & XPS_SK_LOST)
+	if (state & SERVE_SK_LOST)
 		st->lost++;
 	if (bpf_skb_load_bytes(skb, 0, &first, 1) ||
 	    bpf_skb_load_bytes(skb, skb->len - 1, &last, 1) ||
-	    first != st->bytes % XPS_TEST_STREAM_MOD ||
-	    last != (st->bytes + skb->len - 1) % XPS_TEST_STREAM_MOD)
+	    first != st->bytes % SERVE_TEST_STREAM_MOD ||
+	    last != (st->bytes + skb->len - 1) % SERVE_TEST_STREAM_MOD)
 		st->bad++;
 	st->bytes += skb->len;
 	st->runs++;
@@ -235,19 +235,19 @@ static long burn(__u32 i, void *ctx)
 static __always_inline int handle(struct __sk_buff *skb, int tcp)
 {
 	char cmd[4] = {};
-	__u32 verdict = XPS_PASS;
+	__u32 verdict = SERVE_PASS;
 
 	/* Servers only: client sockets of the same netns receive the
 	 * replies, and answering those would loop for ever.
 	 */
-	if (skb->local_port < XPS_TEST_PORT_MIN ||
-	    skb->local_port > XPS_TEST_PORT_MAX)
+	if (skb->local_port < SERVE_TEST_PORT_MIN ||
+	    skb->local_port > SERVE_TEST_PORT_MAX)
 		goto out;
-	if (tcp && skb->local_port == XPS_TEST_ECHO_PORT) {
-		verdict = XPS_TX;
+	if (tcp && skb->local_port == SERVE_TEST_ECHO_PORT) {
+		verdict = SERVE_TX;
 		goto out;
 	}
-	if (tcp && skb->local_port == XPS_TEST_STREAM_PORT) {
+	if (tcp && skb->local_port == SERVE_TEST_STREAM_PORT) {
 		stream_check(skb);
 		goto out;
 	}
@@ -257,27 +257,27 @@ static __always_inline int handle(struct __sk_buff *skb, int tcp)
 	if (cmd[0] == 'P' && cmd[1] == 'I' && cmd[2] == 'N' && cmd[3] == 'G') {
 		if (bpf_skb_store_bytes(skb, 0, "PONG", 4, 0))
 			goto out;
-		verdict = XPS_TX;
+		verdict = SERVE_TX;
 	} else if (cmd[0] == 'D' && cmd[1] == 'R' && cmd[2] == 'O' &&
 		   cmd[3] == 'P') {
-		verdict = XPS_DROP;
+		verdict = SERVE_DROP;
 	} else if (cmd[0] == 'R' && cmd[1] == 'S' && cmd[2] == 'T' &&
 		   cmd[3] == '!') {
-		verdict = XPS_RESET;
+		verdict = SERVE_RESET;
 	} else if (cmd[0] == 'B' && cmd[1] == 'I' && cmd[2] == 'G') {
 		__u32 len = (cmd[3] & 15) * 1024;
 
 		if (len < 8 || bpf_skb_change_tail(skb, len, 0) ||
 		    bpf_skb_store_bytes(skb, 0, "BIGR", 4, 0) ||
 		    bpf_skb_store_bytes(skb, len - 4, "END!", 4, 0))
-			return XPS_DROP;
-		verdict = XPS_TX;
+			return SERVE_DROP;
+		verdict = SERVE_TX;
 	} else if (cmd[0] == 'T' && cmd[1] == 'A' && cmd[2] == 'I' &&
 		   cmd[3] == 'L') {
 		if (tcp)
 			bpf_tail_call(skb, &jmp, 0);
 		/* No handler installed: answer from here. */
-		verdict = XPS_PASS;
+		verdict = SERVE_PASS;
 	} else if (cmd[0] == 'K') {
 		verdict = kreply(skb, cmd);
 	} else if (tcp && cmd[0] == 'O' && cmd[1] == 'W' && cmd[2] == 'N' &&
@@ -288,8 +288,8 @@ static __always_inline int handle(struct __sk_buff *skb, int tcp)
 		bpf_loop(20000, burn, NULL, 0);
 		if (bpf_skb_change_tail(skb, 4, 0) ||
 		    bpf_skb_store_bytes(skb, 0, "PONG", 4, 0))
-			return XPS_DROP;
-		verdict = XPS_TX;
+			return SERVE_DROP;
+		verdict = SERVE_TX;
 	}
 out:
 	record(skb, verdict);
@@ -297,18 +297,18 @@ out:
 }
 
 SEC("sk_skb")
-int xps_tcp(struct __sk_buff *skb)
+int serve_tcp(struct __sk_buff *skb)
 {
 	return handle(skb, 1);
 }
 
 SEC("sk_skb")
-int xps_udp(struct __sk_buff *skb)
+int serve_udp(struct __sk_buff *skb)
 {
 	return handle(skb, 0);
 }
 
-/* Reached from xps_tcp through `jmp`, as libxps handlers are. */
+/* Reached from serve_tcp through `jmp`, as libxps handlers are. */
 SEC("sk_skb")
 int tail_handler(struct __sk_buff *skb)
 {
@@ -317,9 +317,9 @@ int tail_handler(struct __sk_buff *skb)
 
 	if (bpf_skb_change_tail(skb, sizeof(reply) - 1, 0) ||
 	    bpf_skb_store_bytes(skb, 0, reply, sizeof(reply) - 1, 0))
-		return XPS_DROP;
-	record(skb, XPS_TX);
-	return XPS_TX;
+		return SERVE_DROP;
+	record(skb, SERVE_TX);
+	return SERVE_TX;
 }
 
 /* UDP source port (host order) whose datagrams drop_replies drops. */
@@ -352,10 +352,10 @@ int drop_replies(struct __sk_buff *skb)
 }
 
 /*
- * The hooks' tracepoints (tcp:tcp_xps_run, udp:udp_xps_run): runs by
+ * The hooks' tracepoints (tcp:tcp_serve_run, udp:udp_serve_run): runs by
  * [TCP, UDP][the program's verdict][the verdict carried out].
  */
-__u64 trace_runs[2][XPS_VERDICT_MAX + 1][XPS_VERDICT_MAX + 1];
+__u64 trace_runs[2][SERVE_VERDICT_MAX + 1][SERVE_VERDICT_MAX + 1];
 
 /* 2 x 4 x 4 counters: a power of two, for the mask below */
 #define TRACE_RUNS	(sizeof(trace_runs) / sizeof(trace_runs[0][0][0]))
@@ -365,10 +365,10 @@ static __always_inline void trace_run(__u32 udp, __u32 prog_verdict,
 {
 	__u32 i;
 
-	if (prog_verdict > XPS_VERDICT_MAX || verdict > XPS_VERDICT_MAX)
+	if (prog_verdict > SERVE_VERDICT_MAX || verdict > SERVE_VERDICT_MAX)
 		return;
-	i = (udp * (XPS_VERDICT_MAX + 1) + prog_verdict) *
-	    (XPS_VERDICT_MAX + 1) + verdict;
+	i = (udp * (SERVE_VERDICT_MAX + 1) + prog_verdict) *
+	    (SERVE_VERDICT_MAX + 1) + verdict;
 	/* in bounds already; the mask is for the verifier, which loses
 	 * the bounds of checks the compiler merges (and the barrier keeps
 	 * the compiler from dropping the mask as redundant)
@@ -380,7 +380,7 @@ static __always_inline void trace_run(__u32 udp, __u32 prog_verdict,
 struct sock;
 struct sk_buff;
 
-SEC("tp_btf/tcp_xps_run")
+SEC("tp_btf/tcp_serve_run")
 int BPF_PROG(trace_tcp_run, const struct sock *sk, __u32 len,
 	     int prog_verdict, int verdict, bool see_only)
 {
@@ -388,7 +388,7 @@ int BPF_PROG(trace_tcp_run, const struct sock *sk, __u32 len,
 	return 0;
 }
 
-SEC("tp_btf/udp_xps_run")
+SEC("tp_btf/udp_serve_run")
 int BPF_PROG(trace_udp_run, const struct sock *sk, const struct sk_buff *skb,
 	     int prog_verdict, int verdict)
 {
@@ -406,7 +406,7 @@ struct sock___t {
 	struct sock_common___t __sk_common;
 } __attribute__((preserve_access_index));
 
-extern int bpf_xps_udp_enroll(struct sock___t *sk, int on) __ksym;
+extern int bpf_serve_udp_enroll(struct sock___t *sk, int on) __ksym;
 
 struct bpf_iter__udp {
 	struct bpf_iter_meta *meta;
@@ -426,14 +426,14 @@ int enroll_udp(struct bpf_iter__udp *ctx)
 
 	if (!sk || sk->__sk_common.skc_num != enroll_port)
 		return 0;
-	if (!bpf_xps_udp_enroll(sk, 1))
+	if (!bpf_serve_udp_enroll(sk, 1))
 		enrolled++;
 	return 0;
 }
 
-/* Loaded with a sockmap attach type: must not attach as XPS. */
+/* Loaded with a sockmap attach type: must not attach as serve. */
 SEC("sk_skb")
-int not_xps(struct __sk_buff *skb)
+int not_serve(struct __sk_buff *skb)
 {
 	return 1;
 }
