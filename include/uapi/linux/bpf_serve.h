@@ -84,7 +84,7 @@ enum serve_verdict {
 
 /*
  * TCP: the connection's state, which the program reads with the kfunc
- * bpf_serve_state().  SERVE_SK_SEE_ONLY: this segment goes to the owner whatever
+ * bpf_serve_state().  SERVE_SK_SEE_ONLY: the segment goes to the owner whatever
  * the verdict.  SERVE_SK_LOST: bytes reached the owner that the program did
  * not see (among them bytes that arrived before it was attached or while
  * it was detached, and Fast Open data), or a verdict could not be carried
