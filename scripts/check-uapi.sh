@@ -8,7 +8,7 @@
 #     kernel's include/uapi/linux/bpf_serve.h byte for byte, and the kernel's
 #     tools/include/uapi/linux/bpf_serve.h is the same file;
 #   - the fallback enum serve_verdict and SERVE_VERDICT_MAX are the ones the
-#     series adds to include/uapi/linux/bpf.h, and the fallback TCP_SERVE and
+#     series leaves in include/uapi/linux/bpf.h, and the fallback TCP_SERVE and
 #     UDP_SERVE have the numbers of linux/tcp.h and linux/udp.h there.
 #
 # The kernel's files are rebuilt from kernel-patches/ alone (git apply
@@ -77,6 +77,17 @@ awk '
 	inbpf && on { sub(/^\+/, ""); print }
 	inbpf && on && /SERVE_VERDICT_MAX \(/ { on = 0 }
 ' "$patches"/*.patch >"$tmp/bpf-enum"
+# The enum as the later patches leave it: their hunks of linux/bpf.h,
+# applied to it, must lie within it (or this script be taught more).
+for p in "${series[@]:1}"; do
+	awk '/^diff --git / { on = ($3 == "a/include/uapi/linux/bpf.h") }
+	     /^-- $/ { on = 0 }
+	     on' "$patches/$p" >"$tmp/bpf-diff"
+	[ -s "$tmp/bpf-diff" ] || continue
+	patch -s -F0 -r - --no-backup-if-mismatch "$tmp/bpf-enum" \
+		<"$tmp/bpf-diff" >/dev/null 2>&1 ||
+		bad "$p changes linux/bpf.h outside enum serve_verdict (teach check-uapi.sh)"
+done
 sed -n '/^enum serve_verdict {/,/^#define SERVE_VERDICT_MAX (/p' "$tmp/block" |
 	sed '/^$/d' >"$tmp/our-enum"
 sed -i '/^$/d' "$tmp/bpf-enum"

@@ -152,8 +152,12 @@ static __always_inline int xps_load(struct __sk_buff *skb, __u32 off,
  * Write @len bytes of the reply at payload offset @off: the reply starts
  * as the request, bytes not overwritten are the request's.  0,
  * XPS_EBUSY (the handler must then PASS the untouched request),
- * XPS_E2BIG, XPS_EINVAL or a helper's.  After the first write the request
- * is gone: a later xps_pass() drops it and counts an error.
+ * XPS_E2BIG, XPS_EINVAL or a helper's.  The stock TCP backend and the
+ * patched kernel build the reply apart, from a copy of the request, which
+ * a later xps_pass() passes intact; on the TC backend (and the patched
+ * kernels older than bpf_serve_reply()) the request itself is rewritten:
+ * after the first write it is gone, and a later xps_pass() drops it and
+ * counts an error.
  */
 static __always_inline int xps_store(struct __sk_buff *skb, __u32 off,
 				     const void *buf, __u32 len)
@@ -162,6 +166,8 @@ static __always_inline int xps_store(struct __sk_buff *skb, __u32 off,
 
 	if (!run || !run->may_consume)
 		return XPS_EBUSY;
+	if (xps__native_rdonly())
+		return xps__native_store(skb, run, off, buf, len);
 	if (xps_backend != XPS_BACKEND_SOCKMAP)
 		return xps__inplace_store(skb, run, off, buf, len);
 	return xps__sockmap_store(skb, run, off, buf, len);
@@ -177,6 +183,8 @@ static __always_inline int xps_resize(struct __sk_buff *skb, __u32 len)
 
 	if (!run || !run->may_consume)
 		return XPS_EBUSY;
+	if (xps__native_rdonly())
+		return xps__native_resize(skb, run, len);
 	if (xps_backend == XPS_BACKEND_SOCKMAP)
 		return xps__sockmap_resize(skb, run, len);
 	return xps__inplace_resize(skb, run, len);
@@ -417,7 +425,8 @@ static __always_inline int xps_pass(struct __sk_buff *skb)
 
 	if (!run)
 		return xps__pass_code();
-	if (run->rewritten && xps_backend != XPS_BACKEND_SOCKMAP) {
+	if (run->rewritten && xps_backend != XPS_BACKEND_SOCKMAP &&
+	    !xps__native_rdonly()) {
 		/* The request is gone; passing the half-built reply would
 		 * feed the service garbage.  Drop it and count the error.
 		 */
@@ -459,6 +468,12 @@ static __always_inline int xps_tx(struct __sk_buff *skb)
 		return xps__sockmap_tx(skb, run);
 	if (xps_backend == XPS_BACKEND_TC)
 		return xps__tc_tx(skb, run);
+	if (xps__native_send(skb, run)) {
+		/* the request is intact: the service answers it */
+		xps__owe(run);
+		xps__account(run, XPS__PASS, 1);
+		return xps__pass_code();
+	}
 	return xps__native_tx(skb, run);
 }
 

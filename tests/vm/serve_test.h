@@ -30,6 +30,13 @@ struct serve_test_kbuf {
 	__u8 b[SERVE_TEST_KBUF];
 };
 
+/* Where the program builds the replies it makes of the request (per CPU):
+ * the program cannot write the request itself.
+ */
+struct serve_test_rbuf {
+	__u8 b[SERVE_TCP_TX_MAX];
+};
+
 /* What the program saw of the stream on SERVE_TEST_STREAM_PORT. */
 struct serve_test_stream {
 	__u64 bytes;		/* payload seen, in all */

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The native backend's send path: the patched kernel's hook runs the
- * handler on a clone of the request's skb; the handler gives the kernel
- * its reply (xps_reply(), the kfunc bpf_serve_reply()) or edits the clone
- * in place into the reply; XPS_TX makes the kernel send it.  The TC backend
- * edits its datagram in place the same way (xps__inplace_store() and
- * xps__inplace_resize() serve both).  Part of xps.bpf.h.
+ * handler on the request's skb, which the handler reads and cannot write
+ * (the kernel keeps serve programs read-only); the handler gives the
+ * kernel its reply (xps_reply(), the kfunc bpf_serve_reply()), or writes
+ * it in place (xps_store(), xps_resize()) into a per-CPU copy of the
+ * request that XPS_TX then gives the kfunc; XPS_TX makes the kernel send
+ * it.  Kernels of the series older than the kfunc ran the handler on a
+ * clone, which it edited in place, as the TC backend edits its datagram
+ * (xps__inplace_store() and xps__inplace_resize() serve both).  Part of
+ * xps.bpf.h.
  */
 #ifndef __XPS_BACKEND_NATIVE_BPF_H
 #define __XPS_BACKEND_NATIVE_BPF_H
@@ -15,6 +19,13 @@
 #endif
 
 #include "../internal/run.bpf.h"
+
+/*
+ * The largest reply xps_store()/xps_resize() build on the native hook:
+ * what bpf_skb_change_tail() could make of a clone on the kernels that
+ * ran the handler on one (about 16 KiB).
+ */
+#define XPS_NATIVE_BUILD_MAX	16384
 
 static __always_inline int xps__inplace_store(struct __sk_buff *skb,
 					      struct xps_run *run, __u32 off,
@@ -38,10 +49,10 @@ static __always_inline int xps__inplace_resize(struct __sk_buff *skb,
 
 /*
  * The patched kernel's kfunc: on the TCP hook it queues the reply on the
- * connection at once, leaving the request's clone alone (no reallocation
- * of its head, one copy); on the UDP hook it makes the clone's payload the
- * reply.  Weak: the stock backends' objects load on kernels without it,
- * where the branch that calls it is pruned (xps_backend is a constant).
+ * connection at once (one copy); on the UDP hook it builds the reply
+ * datagram.  Weak: the stock backends' objects load on kernels without
+ * it, where the branch that calls it is pruned (xps_backend is a
+ * constant).
  */
 extern int bpf_serve_reply(struct __sk_buff *s, const void *buf,
 			   __u32 buf__sz) __ksym __weak;
@@ -52,10 +63,113 @@ static __always_inline int xps__native_reply(struct __sk_buff *skb,
 {
 	int err = bpf_serve_reply(skb, buf, len);
 
-	/* The request is intact either way: the hooks run on a clone. */
+	/* The request is intact either way: the handler cannot write it. */
 	if (!err)
 		run->payload_len = len;
 	return err;
+}
+
+/* Whether the kernel keeps the request out of the handler's reach. */
+static __always_inline int xps__native_rdonly(void)
+{
+	return xps_backend == XPS_BACKEND_NATIVE && xps_reply_kfunc;
+}
+
+/*
+ * A reply written in place on the native hook, @len bytes of @data; the
+ * request itself to begin with.  data[] is twice the largest such reply:
+ * only for the verifier, which bounds an offset and a length apart.
+ */
+struct xps__native_build {
+	__u32 len;
+	__u8 data[2 * XPS_NATIVE_BUILD_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XPS_RUN_LEVELS);
+	__type(key, __u32);
+	__type(value, struct xps__native_build);
+} xps_native_build SEC(".maps");
+
+/* The run's reply in the making, the request copied in at the first write. */
+static __always_inline struct xps__native_build *
+xps__native_build(struct __sk_buff *skb, struct xps_run *run)
+{
+	struct xps__native_build *b;
+	__u32 key = run->level, n;
+
+	b = bpf_map_lookup_elem(&xps_native_build, &key);
+	if (!b)
+		return NULL;
+	if (run->rewritten)
+		return b;
+	n = run->payload_len;
+	barrier_var(n);
+	if (n > XPS_NATIVE_BUILD_MAX)
+		return NULL;
+	b->len = n;
+	if (n >= 1 && bpf_skb_load_bytes(skb, run->payload_off, b->data, n))
+		return NULL;
+	run->rewritten = 1;
+	return b;
+}
+
+static __always_inline int xps__native_store(struct __sk_buff *skb,
+					     struct xps_run *run, __u32 off,
+					     const void *buf, __u32 len)
+{
+	struct xps__native_build *b = xps__native_build(skb, run);
+
+	if (!b)
+		return XPS_E2BIG;
+	barrier_var(off);
+	barrier_var(len);
+	/* only for the verifier: data[] is twice the largest reply */
+	if (off >= XPS_NATIVE_BUILD_MAX || len > XPS_NATIVE_BUILD_MAX)
+		return XPS_E2BIG;
+	if (off + len > b->len)
+		return XPS_EINVAL;
+	return bpf_probe_read_kernel(b->data + off, len, buf);
+}
+
+static __always_inline int xps__native_resize(struct __sk_buff *skb,
+					      struct xps_run *run, __u32 len)
+{
+	struct xps__native_build *b;
+
+	if (len > XPS_NATIVE_BUILD_MAX)
+		return XPS_E2BIG;
+	b = xps__native_build(skb, run);
+	if (!b)
+		return XPS_E2BIG;
+	b->len = len;
+	run->payload_len = len;
+	return 0;
+}
+
+/*
+ * Give the kernel the reply xps_store()/xps_resize() wrote, when the run
+ * wrote one on a read-only hook: 0, or an error (an empty reply, the
+ * kernel's refusal), after which the request, intact, is to be passed.
+ */
+static __always_inline int xps__native_send(struct __sk_buff *skb,
+					    struct xps_run *run)
+{
+	struct xps__native_build *b;
+	__u32 key = run->level, n;
+
+	if (!xps__native_rdonly() || !run->rewritten)
+		return 0;
+	b = bpf_map_lookup_elem(&xps_native_build, &key);
+	if (!b)
+		return XPS_EINVAL;
+	n = b->len;
+	barrier_var(n);
+	/* only for the verifier: the writes kept n in bounds */
+	if (n < 1 || n > XPS_NATIVE_BUILD_MAX)
+		return XPS_EINVAL;
+	return bpf_serve_reply(skb, b->data, n);
 }
 
 static __always_inline int xps__native_tx(struct __sk_buff *skb,

@@ -25,18 +25,20 @@
  *    length; no network or transport header is visible.
  *  - skb->sk is the receiving socket; family, local/remote address and port
  *    fields describe the flow.
- *  - The program may rewrite the payload in place (bpf_skb_store_bytes) and
- *    change its length (bpf_skb_change_tail); on SERVE_TX the payload as the
- *    program left it is sent back to the peer.  Or it gives the reply's
- *    bytes to the kfunc bpf_serve_reply(), which the hooks copy once into
- *    the reply (the TCP hook onto the connection's write queue) without
- *    rewriting the payload.
+ *  - The payload is the one the owner is about to read: the program reads
+ *    it and writes nothing of it (the verifier refuses direct packet
+ *    writes, the helpers that write, resize or redirect the packet, and
+ *    context writes).  It gives its reply's bytes to the kfunc
+ *    bpf_serve_reply(), which the hooks copy once into the reply (the TCP
+ *    hook onto the connection's write queue); SERVE_TX without a reply
+ *    given is treated as SERVE_PASS.
  *
  * Return values are enum serve_verdict (linux/bpf.h, beside the attach
  * types).  Any other value, and any failure of the hook before the program
- * ran, is treated as SERVE_PASS, but for one: a segment or datagram there is
- * no memory to run the program on is dropped, so that the owner never
- * reads what the program did not see (TCP: the peer sends it again).
+ * ran, is treated as SERVE_PASS, but for one: a TCP segment there is no
+ * memory to run the program on (one overlapping bytes already received,
+ * shown from rcv_nxt on through a clone) is dropped, so that the owner
+ * never reads what the program did not see; the peer sends it again.
  */
 #ifndef _UAPI_LINUX_BPF_SERVE_H
 #define _UAPI_LINUX_BPF_SERVE_H
@@ -62,9 +64,9 @@ enum serve_verdict {
 	/* Consume the payload; TCP acknowledges it, the owner never sees it. */
 	SERVE_DROP = 1,
 	/*
-	 * Consume the payload and send the (rewritten) payload to the peer:
-	 * on the same TCP connection, or as a UDP datagram to the request's
-	 * source from the address it was sent to.
+	 * Consume the payload and send the reply given to bpf_serve_reply()
+	 * to the peer: on the same TCP connection, or as a UDP datagram to
+	 * the request's source from the address it was sent to.
 	 */
 	SERVE_TX = 2,
 	/* TCP: send RST and close the connection.  UDP: as SERVE_DROP. */

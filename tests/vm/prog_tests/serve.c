@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Tests of the serve hooks (BPF_SERVE_TCP, BPF_SERVE_UDP): verdicts on TCP and
- * UDP, the context the program sees, link rules, BPF_PROG_TEST_RUN and the
- * accounting of handler time to the socket's owner.  Each subtest runs in
+ * UDP, the context the program sees and cannot write, link rules,
+ * BPF_PROG_TEST_RUN and the accounting of handler time to the socket's
+ * owner.  Each subtest runs in
  * a network namespace of its own; the programs are progs/serve_test.c.
  *
  * The attach types come from the running kernel's BTF, so that the test
@@ -683,8 +684,8 @@ static bool kbuf_fill(struct serve_test *skel, struct serve_test_kbuf *kb)
 }
 
 /*
- * bpf_serve_reply(): a reply from a buffer, longer than bpf_skb_change_tail()
- * can make a packet; taken back when the verdict is not TX; one per run;
+ * bpf_serve_reply(): a reply from a buffer, up to SERVE_TCP_TX_MAX bytes
+ * (over 16 KiB); taken back when the verdict is not TX; one per run;
  * over SERVE_TCP_TX_MAX or on a see-only segment refused, and TX then falls
  * back to PASS with the request intact.
  */
@@ -1360,43 +1361,69 @@ static bool failslab(int times)
 #define SERVE_FAILSLAB_TRIES	10
 
 /*
- * A segment the hook cannot clone for the program (no memory) is dropped,
- * not handed to the owner unseen: the peer sends it again, the program
- * answers it, and the connection stays the program's.  failslab fails the
- * next allocation that may not sleep, anywhere: a try whose failure hit
- * something else (no drop counted) is made again.
+ * A segment needs no memory to be seen: the program runs on it as it is
+ * (only one overlapping bytes already received is cloned, to show it
+ * from rcv_nxt on).  With the next allocation that may not sleep failing
+ * (failslab, anywhere in the kernel), a request still reaches the
+ * program: answered, or, when the failure hit the reply, passed to the
+ * owner intact; never dropped for want of memory.  A connection of its
+ * own per try: a refused reply loses the connection to the program.
  */
-static void test_tcp_clone_fails(void)
+static void test_tcp_nomem(void)
 {
+	long long drops0, refused0, passed = 0;
 	int cli = -1, srv = -1, link = -1, i;
-	long long before, drops = 0;
 	struct serve_test *skel;
 	bool answered;
+	char buf[8];
+	__u64 runs0;
 
 	skel = serve_load();
 	if (!skel)
 		return;
 	link = serve_link(skel->progs.serve_tcp, attach_tcp);
-	if (link < 0 || !tcp_pair(AF_INET, 8970, &cli, &srv) ||
-	    !ASSERT_TRUE(ownr_answered(cli), "answered before the failure"))
+	if (link < 0)
 		goto out;
-	for (i = 0; i < SERVE_FAILSLAB_TRIES && !drops; i++) {
-		before = tcp_mib("TCPRcvQDrop");
-		if (!ASSERT_GE(before, 0, "TcpExt TCPRcvQDrop") ||
-		    !failslab(1))
+	drops0 = tcp_mib("TCPRcvQDrop");
+	refused0 = tcp_mib("TCPServeRefused");
+	if (!ASSERT_GE(drops0, 0, "TcpExt TCPRcvQDrop") ||
+	    !ASSERT_GE(refused0, 0, "TcpExt TCPServeRefused"))
+		goto out;
+	for (i = 0; i < SERVE_FAILSLAB_TRIES; i++) {
+		if (!tcp_pair(AF_INET, 8970 + i, &cli, &srv))
 			goto out;
-		answered = ownr_answered(cli);
+		runs0 = stat_get(skel, SERVE_TEST_STAT_RUNS);
+		if (!failslab(1))
+			goto out;
+		if (!ASSERT_OK(send_all(cli, "PING0001", 8), "send PING")) {
+			failslab(0);
+			goto out;
+		}
+		answered = readable(cli, 500) && !recv_all(cli, buf, 8) &&
+			   !memcmp(buf, "PONG0001", 8);
 		failslab(0);
-		/* before: the segment reached the owner unseen, unanswered */
-		if (!ASSERT_TRUE(answered, "answered, the failure or not"))
+		if (!answered) {
+			passed++;
+			if (!ASSERT_OK(recv_all(srv, buf, 8), "owner recv") ||
+			    !ASSERT_STRNEQ(buf, "PING0001", 8,
+					   "owner got the request intact"))
+				goto out;
+		}
+		if (!ASSERT_EQ(stat_get(skel, SERVE_TEST_STAT_RUNS) - runs0, 1,
+			       "the program saw the request"))
 			goto out;
-		drops = tcp_mib("TCPRcvQDrop") - before;
+		close_fd(cli);
+		close_fd(srv);
+		cli = -1;
+		srv = -1;
 	}
-	if (!ASSERT_EQ(drops, 1, "segments dropped for want of a clone"))
-		goto out;
-	ASSERT_EQ(stat_get(skel, SERVE_TEST_STAT_SEE_ONLY), 0, "no see-only run");
-	ASSERT_EQ(inq(srv), 0, "nothing for the owner");
-	ASSERT_TRUE(ownr_answered(cli), "the connection is still answered");
+	ASSERT_EQ(tcp_mib("TCPRcvQDrop") - drops0, 0,
+		  "segments dropped for want of memory");
+	ASSERT_EQ(tcp_mib("TCPServeRefused") - refused0, passed,
+		  "replies refused: the requests passed");
+	if (env.verbosity > VERBOSE_NONE)
+		printf("  %d tries, %lld with the reply's allocation failed\n",
+		       i, passed);
 out:
 	failslab(0);
 	close_fd(cli);
@@ -1437,13 +1464,14 @@ static void *stream_write(void *arg)
  * out-of-order queue hands over (see-only), retransmissions overlapping
  * bytes already received (from rcv_nxt on), duplicates not at all.  The
  * connection is never lost to it, and the owner reads the stream intact.
- * @nomem: then rounds that fail three in ten allocations that may not
- * sleep, six times over (failslab), until the hook has dropped a
- * segment, in order or from the out-of-order queue, that it could not
- * clone for the program: the peer sends it again.  A segment whose
- * retransmissions fail too waits out a doubling RTO each time (six
- * failures in a row: 0.2 + 0.4 + ... + 6.4 s), so the failure budget is
- * kept small and the sockets wait SERVE_STREAM_WAIT_S, not the usual 10 s.
+ * @nomem: then two rounds that fail three in ten allocations that may
+ * not sleep, six times over (failslab): a segment overlapping bytes
+ * already received that the hook cannot clone for the program is
+ * dropped (the peer sends it again), any other is seen as it is.  A
+ * segment whose retransmissions fail too waits out a doubling RTO each
+ * time (six failures in a row: 0.2 + 0.4 + ... + 6.4 s), so the failure
+ * budget is kept small and the sockets wait SERVE_STREAM_WAIT_S, not the
+ * usual 10 s.
  */
 #define SERVE_STREAM_FAILS	6
 #define SERVE_STREAM_WAIT_S	30
@@ -1453,7 +1481,7 @@ static void tcp_stream(bool nomem)
 	/* a whole number of patterns: every round sends the same bytes */
 	const size_t total = 512 * SERVE_TEST_STREAM_MOD;
 	struct stream_writer w = { .fd = -1 };
-	int srv = -1, link = -1, one = 1, round;
+	int srv = -1, link = -1, one = 1, round, injected = 0;
 	bool netem = false, th = false, inject;
 	long long ofo = 0, drops = 0, drops0 = 0;
 	__u64 start, slowest = 0;
@@ -1487,10 +1515,11 @@ static void tcp_stream(bool nomem)
 	w.len = total;
 	/*
 	 * Rounds until netem has reordered something (the first, mostly);
-	 * with @nomem, more until a failed allocation was the hook's.
+	 * with @nomem, two more with failures injected.
 	 */
 	for (round = 0; round < 12;) {
 		inject = nomem && ofo > 0;
+		injected += inject;
 		if (inject) {
 			drops0 = tcp_mib("TCPRcvQDrop");
 			if (!failslab_set(30, SERVE_STREAM_FAILS))
@@ -1517,7 +1546,7 @@ static void tcp_stream(bool nomem)
 		if (!ASSERT_OK(w.err, "client send"))
 			goto out;
 		ofo = tcp_mib("TCPOFOQueue");
-		if (nomem ? drops > 0 : ofo > 0)
+		if (nomem ? injected >= 2 : ofo > 0)
 			break;
 	}
 	if (!ASSERT_OK(bpf_map_lookup_elem(bpf_map__fd(skel->maps.stream),
@@ -1525,7 +1554,7 @@ static void tcp_stream(bool nomem)
 		goto out;
 	printf("%s: %d round(s), slowest %llu ms\n", __func__, round,
 	       (unsigned long long)slowest);
-	printf("%s: %llu runs, %llu see-only; TCPOFOQueue %lld, no clone %lld\n",
+	printf("%s: %llu runs, %llu see-only; TCPOFOQueue %lld, dropped %lld\n",
 	       __func__, (unsigned long long)st.runs,
 	       (unsigned long long)st.see_only, ofo, nomem ? drops : 0);
 	ASSERT_EQ(st.bytes, total * round, "bytes the program saw");
@@ -1536,7 +1565,7 @@ static void tcp_stream(bool nomem)
 	ASSERT_GT(ofo, 0, "segments through the out-of-order queue");
 	ASSERT_GT(st.see_only, 0, "see-only runs from it");
 	if (nomem)
-		ASSERT_GT(drops, 0, "segments the hook could not clone");
+		ASSERT_EQ(injected, 2, "rounds with failures injected");
 out:
 	if (nomem)
 		failslab(0);
@@ -2301,20 +2330,21 @@ static void test_udp_route_cache_v6(void)
 }
 
 /*
- * A datagram the hook cannot clone for the program (no memory) is dropped
- * (UDP MemErrors), not handed to the owner unseen.  As in tcp_clone_fails,
- * a try whose failure hit another allocation (answered, nothing counted)
- * is made again.
+ * A datagram needs no memory to be seen: with the next allocation that
+ * may not sleep failing, it still reaches the program, and is answered
+ * or, when the failure hit the reply, passed to the owner intact; never
+ * dropped for want of memory (Udp MemErrors).
  */
-static void test_udp_clone_fails(void)
+static void test_udp_nomem(void)
 {
 	int srv = -1, cli = -1, link = -1, i;
-	long long before, drops = 0;
+	long long mem0, refused0, passed = 0;
 	struct sockaddr_storage ss;
-	bool replied, owner;
 	struct serve_test *skel;
+	bool replied, owner;
 	char buf[64];
 	socklen_t len;
+	__u64 runs0;
 
 	skel = serve_load();
 	if (!skel)
@@ -2324,9 +2354,14 @@ static void test_udp_clone_fails(void)
 	    !udp_pair(AF_INET, "127.0.0.1", 9170, &srv, &cli, &ss, &len) ||
 	    !udp_answered(cli, &ss, len, "PING", "PONG", 4))
 		goto out;
-	for (i = 0; i < SERVE_FAILSLAB_TRIES && !drops; i++) {
-		before = udp_mib("MemErrors");
-		if (!ASSERT_GE(before, 0, "Udp MemErrors") || !failslab(1))
+	mem0 = udp_mib("MemErrors");
+	refused0 = udp_mib("ServeRefused");
+	if (!ASSERT_GE(mem0, 0, "Udp MemErrors") ||
+	    !ASSERT_GE(refused0, 0, "Udp ServeRefused"))
+		goto out;
+	for (i = 0; i < SERVE_FAILSLAB_TRIES; i++) {
+		runs0 = stat_get(skel, SERVE_TEST_STAT_RUNS);
+		if (!failslab(1))
 			goto out;
 		if (!ASSERT_EQ(sendto(cli, "PING", 4, 0, (void *)&ss, len), 4,
 			       "sendto")) {
@@ -2334,16 +2369,26 @@ static void test_udp_clone_fails(void)
 			goto out;
 		}
 		replied = readable(cli, 500) &&
-			  recv(cli, buf, sizeof(buf), 0) == 4;
+			  recv(cli, buf, sizeof(buf), 0) == 4 &&
+			  !memcmp(buf, "PONG", 4);
 		failslab(0);
-		owner = readable(srv, 0);
-		drops = udp_mib("MemErrors") - before;
-		/* before: the datagram reached the owner unseen */
-		if (!ASSERT_FALSE(owner, "datagram for the owner") ||
-		    !ASSERT_NEQ(replied, drops > 0, "answered or dropped"))
+		owner = readable(srv, 200);
+		if (owner) {
+			passed++;
+			if (!ASSERT_EQ(recv(srv, buf, sizeof(buf), 0), 4,
+				       "owner's datagram") ||
+			    !ASSERT_STRNEQ(buf, "PING", 4, "owner's datagram"))
+				goto out;
+		}
+		if (!ASSERT_NEQ(replied, owner, "answered or passed") ||
+		    !ASSERT_EQ(stat_get(skel, SERVE_TEST_STAT_RUNS) - runs0, 1,
+			       "the program saw the datagram"))
 			goto out;
 	}
-	ASSERT_EQ(drops, 1, "datagrams dropped for want of a clone");
+	ASSERT_EQ(udp_mib("MemErrors") - mem0, 0,
+		  "datagrams dropped for want of memory");
+	ASSERT_EQ(udp_mib("ServeRefused") - refused0, passed,
+		  "replies refused: the datagrams passed");
 	udp_answered(cli, &ss, len, "PING", "PONG", 4);
 out:
 	failslab(0);
@@ -2731,7 +2776,101 @@ out:
 	serve_test__destroy(skel);
 }
 
-/* BPF_PROG_TEST_RUN: payload in, rewritten payload and verdict out. */
+/*
+ * Serve programs run on the segment the owner is about to read: the
+ * verifier refuses every way of writing it (a direct write, a helper that
+ * writes or resizes the packet, a context write), which the same
+ * instructions may do as a sockmap verdict program; reading it loads as
+ * both.
+ */
+static void test_read_only(void)
+{
+	const __s16 data = offsetof(struct __sk_buff, data);
+	const __s16 data_end = offsetof(struct __sk_buff, data_end);
+	const __s16 prio = offsetof(struct __sk_buff, priority);
+	/*
+	 * r2 = data, r3 = data_end, then the packet's first byte read or
+	 * written if there is one; r0 = 0, exit.
+	 */
+	const struct bpf_insn reads[] = {
+		{ .code = 0x61, .dst_reg = 2, .src_reg = 1, .off = data },
+		{ .code = 0x61, .dst_reg = 3, .src_reg = 1, .off = data_end },
+		{ .code = 0xbf, .dst_reg = 4, .src_reg = 2 },	/* r4 = r2 */
+		{ .code = 0x07, .dst_reg = 4, .imm = 1 },	/* r4 += 1 */
+		{ .code = 0x2d, .dst_reg = 4, .src_reg = 3, .off = 1 },
+		{ .code = 0x71, .dst_reg = 5, .src_reg = 2 },	/* r5 = *r2 */
+		{ .code = 0xb7, .dst_reg = 0, .imm = 0 },
+		{ .code = 0x95 },
+	}, writes[] = {
+		{ .code = 0x61, .dst_reg = 2, .src_reg = 1, .off = data },
+		{ .code = 0x61, .dst_reg = 3, .src_reg = 1, .off = data_end },
+		{ .code = 0xbf, .dst_reg = 4, .src_reg = 2 },
+		{ .code = 0x07, .dst_reg = 4, .imm = 1 },
+		{ .code = 0x2d, .dst_reg = 4, .src_reg = 3, .off = 1 },
+		{ .code = 0x72, .dst_reg = 2, .imm = 0 },	/* *r2 = 0 */
+		{ .code = 0xb7, .dst_reg = 0, .imm = 0 },
+		{ .code = 0x95 },
+	}, store_bytes[] = {
+		{ .code = 0x7a, .dst_reg = 10, .off = -8 },	/* fp[-8] = 0 */
+		{ .code = 0xb7, .dst_reg = 2, .imm = 0 },	/* offset */
+		{ .code = 0xbf, .dst_reg = 3, .src_reg = 10 },
+		{ .code = 0x07, .dst_reg = 3, .imm = -8 },	/* from */
+		{ .code = 0xb7, .dst_reg = 4, .imm = 1 },	/* len */
+		{ .code = 0xb7, .dst_reg = 5, .imm = 0 },	/* flags */
+		{ .code = 0x85, .imm = BPF_FUNC_skb_store_bytes },
+		{ .code = 0xb7, .dst_reg = 0, .imm = 0 },
+		{ .code = 0x95 },
+	}, change_tail[] = {
+		{ .code = 0xb7, .dst_reg = 2, .imm = 1 },
+		{ .code = 0xb7, .dst_reg = 3, .imm = 0 },
+		{ .code = 0x85, .imm = BPF_FUNC_skb_change_tail },
+		{ .code = 0xb7, .dst_reg = 0, .imm = 0 },
+		{ .code = 0x95 },
+	}, ctx_write[] = {
+		{ .code = 0xb7, .dst_reg = 2, .imm = 0 },
+		{ .code = 0x63, .dst_reg = 1, .src_reg = 2, .off = prio },
+		{ .code = 0xb7, .dst_reg = 0, .imm = 0 },
+		{ .code = 0x95 },
+	};
+	const struct {
+		const char *what;
+		const struct bpf_insn *insns;
+		size_t n;
+		bool writes;
+	} progs[] = {
+		{ "packet read", reads, ARRAY_SIZE(reads), false },
+		{ "direct write", writes, ARRAY_SIZE(writes), true },
+		{ "bpf_skb_store_bytes", store_bytes, ARRAY_SIZE(store_bytes),
+		  true },
+		{ "bpf_skb_change_tail", change_tail, ARRAY_SIZE(change_tail),
+		  true },
+		{ "context write", ctx_write, ARRAY_SIZE(ctx_write), true },
+	};
+	int types[] = { attach_tcp, attach_udp, BPF_SK_SKB_STREAM_VERDICT };
+	char name[96];
+	size_t i, t;
+	int fd;
+
+	for (i = 0; i < ARRAY_SIZE(progs); i++) {
+		for (t = 0; t < ARRAY_SIZE(types); t++) {
+			LIBBPF_OPTS(bpf_prog_load_opts, o,
+				    .expected_attach_type = types[t]);
+			bool serve = types[t] != BPF_SK_SKB_STREAM_VERDICT;
+
+			fd = bpf_prog_load(BPF_PROG_TYPE_SK_SKB, "ro", "GPL",
+					   progs[i].insns, progs[i].n, &o);
+			snprintf(name, sizeof(name), "%s, %s", progs[i].what,
+				 serve ? "serve program" : "stream verdict");
+			if (serve && progs[i].writes)
+				ASSERT_LT(fd, 0, name);
+			else
+				ASSERT_OK_FD(fd, name);
+			close_fd(fd);
+		}
+	}
+}
+
+/* BPF_PROG_TEST_RUN: payload in, the reply and the verdict out. */
 static void test_test_run(void)
 {
 	struct __sk_buff ctx = {
@@ -3034,7 +3173,7 @@ static const struct {
 	{ "tcp_owner_unsent", test_tcp_owner_unsent },
 	{ "tcp_attach_gap", test_tcp_attach_gap },
 	{ "tcp_urgent", test_tcp_urgent },
-	{ "tcp_clone_fails", test_tcp_clone_fails },
+	{ "tcp_nomem", test_tcp_nomem },
 	{ "tcp_reorder", test_tcp_reorder },
 	{ "tcp_reorder_nomem", test_tcp_reorder_nomem },
 	{ "tcp_overlap", test_tcp_overlap },
@@ -3048,12 +3187,13 @@ static const struct {
 	{ "udp_port_zero", test_udp_port_zero },
 	{ "udp_route_cache_v4", test_udp_route_cache_v4 },
 	{ "udp_route_cache_v6", test_udp_route_cache_v6 },
-	{ "udp_clone_fails", test_udp_clone_fails },
+	{ "udp_nomem", test_udp_nomem },
 	{ "mib_counters", test_mib_counters },
 	{ "v4mapped", test_v4mapped },
 	{ "attach_detach_traffic", test_attach_detach },
 	{ "netns_isolation", test_netns_isolation },
 	{ "permissions", test_permissions },
+	{ "read_only", test_read_only },
 	{ "test_run", test_test_run },
 	{ "accounting", test_accounting },
 };

@@ -8,7 +8,7 @@
  *   "PING..."  SERVE_TX, reply "PONG..." (same length, rest unchanged)
  *   "DROP..."  SERVE_DROP
  *   "RST!..."  SERVE_RESET
- *   "BIG" k    SERVE_TX, reply of k KiB: "BIGR", zeros, "END!" (k <= 15)
+ *   "BIG" k    SERVE_TX, reply of k KiB: "BIGR" ... "END!" (k <= 15)
  *   "TAIL..."  tail call into tail_handler: SERVE_TX "TAIL-OK"
  *   "BURN..."  SERVE_TX "PONG", after burning CPU (accounting test)
  *   "KB" n     SERVE_TX, reply the first n bytes of `kbuf` (n: 16 bits, big
@@ -24,7 +24,10 @@
  *              kernel's rule afresh
  *   otherwise  SERVE_PASS
  *
- * and, on local port 7007, TX of every segment unchanged (stream echo);
+ * and, on local port 7007, TX of every segment unchanged (stream echo).
+ * The program cannot write the request (the verifier keeps serve
+ * programs read-only): every reply goes through bpf_serve_reply(), the
+ * ones made of the request built in `rbuf` first;
  * on local port 7008, SERVE_PASS of every segment, after checking that it
  * starts and ends where the stream had got to (`stream`).
  * drop_replies, a TC egress program, drops the UDP datagrams sent from
@@ -93,6 +96,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct serve_test_stream);
 } stream SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct serve_test_rbuf);
+} rbuf SEC(".maps");
 
 extern int bpf_serve_reply(struct __sk_buff *s, const void *buf,
 			   __u32 buf__sz) __ksym;
@@ -188,6 +198,54 @@ static __always_inline __u32 kreply(struct __sk_buff *skb, const char *cmd)
 	return SERVE_TX;
 }
 
+/*
+ * Answer with the request itself, its first four bytes replaced by @head
+ * unless it is NULL: the request copied into `rbuf` (up to
+ * SERVE_TCP_TX_MAX bytes), then given to bpf_serve_reply().  SERVE_TX
+ * whatever the kfunc returned: a reply it could not take (no memory)
+ * makes the hook fall back to SERVE_PASS, which the tests count.
+ */
+static __always_inline __u32 reply_request(struct __sk_buff *skb,
+					   const char *head)
+{
+	struct serve_test_rbuf *rb;
+	__u32 zero = 0, len = skb->len;
+
+	rb = bpf_map_lookup_elem(&rbuf, &zero);
+	if (!rb || len < (head ? 4 : 1) || len > SERVE_TCP_TX_MAX ||
+	    bpf_skb_load_bytes(skb, 0, rb->b, len))
+		return SERVE_PASS;
+	if (head)
+		__builtin_memcpy(rb->b, head, 4);
+	bpf_serve_reply(skb, rb->b, len);
+	return SERVE_TX;
+}
+
+/* A reply of the @len bytes at @buf (on the stack: a kfunc's buffer must
+ * be writable memory), as reply_request().
+ */
+static __always_inline __u32 reply_bytes(struct __sk_buff *skb, char *buf,
+					 __u32 len)
+{
+	bpf_serve_reply(skb, buf, len);
+	return SERVE_TX;
+}
+
+/* "BIG" k: k KiB, "BIGR" first and "END!" last, built in `rbuf`. */
+static __always_inline __u32 reply_big(struct __sk_buff *skb, __u32 k)
+{
+	struct serve_test_rbuf *rb;
+	__u32 zero = 0, len = k * 1024;
+
+	rb = bpf_map_lookup_elem(&rbuf, &zero);
+	if (!rb || len < 8 || len > 15 * 1024)
+		return SERVE_DROP;
+	__builtin_memcpy(rb->b, "BIGR", 4);
+	__builtin_memcpy(rb->b + len - 4, "END!", 4);
+	bpf_serve_reply(skb, rb->b, len);
+	return SERVE_TX;
+}
+
 /* "OWNR": answer only where the kernel allows it. */
 static __always_inline __u32 owner_rule(struct __sk_buff *skb)
 {
@@ -198,9 +256,7 @@ static __always_inline __u32 owner_rule(struct __sk_buff *skb)
 		count_n(SERVE_TEST_STAT_SEE_ONLY, skb->len / 4);
 		return SERVE_PASS;
 	}
-	if (bpf_skb_store_bytes(skb, 0, "DONE", 4, 0))
-		return SERVE_PASS;
-	return SERVE_TX;
+	return reply_request(skb, "DONE");
 }
 
 /* SERVE_TEST_STREAM_PORT: is this run the next bytes of the pattern? */
@@ -244,7 +300,7 @@ static __always_inline int handle(struct __sk_buff *skb, int tcp)
 	    skb->local_port > SERVE_TEST_PORT_MAX)
 		goto out;
 	if (tcp && skb->local_port == SERVE_TEST_ECHO_PORT) {
-		verdict = SERVE_TX;
+		verdict = reply_request(skb, NULL);
 		goto out;
 	}
 	if (tcp && skb->local_port == SERVE_TEST_STREAM_PORT) {
@@ -255,9 +311,7 @@ static __always_inline int handle(struct __sk_buff *skb, int tcp)
 		goto out;
 
 	if (cmd[0] == 'P' && cmd[1] == 'I' && cmd[2] == 'N' && cmd[3] == 'G') {
-		if (bpf_skb_store_bytes(skb, 0, "PONG", 4, 0))
-			goto out;
-		verdict = SERVE_TX;
+		verdict = reply_request(skb, "PONG");
 	} else if (cmd[0] == 'D' && cmd[1] == 'R' && cmd[2] == 'O' &&
 		   cmd[3] == 'P') {
 		verdict = SERVE_DROP;
@@ -265,13 +319,9 @@ static __always_inline int handle(struct __sk_buff *skb, int tcp)
 		   cmd[3] == '!') {
 		verdict = SERVE_RESET;
 	} else if (cmd[0] == 'B' && cmd[1] == 'I' && cmd[2] == 'G') {
-		__u32 len = (cmd[3] & 15) * 1024;
-
-		if (len < 8 || bpf_skb_change_tail(skb, len, 0) ||
-		    bpf_skb_store_bytes(skb, 0, "BIGR", 4, 0) ||
-		    bpf_skb_store_bytes(skb, len - 4, "END!", 4, 0))
+		verdict = reply_big(skb, cmd[3] & 15);
+		if (verdict == SERVE_DROP)
 			return SERVE_DROP;
-		verdict = SERVE_TX;
 	} else if (cmd[0] == 'T' && cmd[1] == 'A' && cmd[2] == 'I' &&
 		   cmd[3] == 'L') {
 		if (tcp)
@@ -285,11 +335,10 @@ static __always_inline int handle(struct __sk_buff *skb, int tcp)
 		verdict = owner_rule(skb);
 	} else if (cmd[0] == 'B' && cmd[1] == 'U' && cmd[2] == 'R' &&
 		   cmd[3] == 'N') {
+		char pong[4] = { 'P', 'O', 'N', 'G' };
+
 		bpf_loop(20000, burn, NULL, 0);
-		if (bpf_skb_change_tail(skb, 4, 0) ||
-		    bpf_skb_store_bytes(skb, 0, "PONG", 4, 0))
-			return SERVE_DROP;
-		verdict = SERVE_TX;
+		verdict = reply_bytes(skb, pong, sizeof(pong));
 	}
 out:
 	record(skb, verdict);
@@ -313,13 +362,10 @@ SEC("sk_skb")
 int tail_handler(struct __sk_buff *skb)
 {
 	/* Only reached from handle(), for servers. */
-	static const char reply[] = "TAIL-OK";
+	char reply[8] = "TAIL-OK";
 
-	if (bpf_skb_change_tail(skb, sizeof(reply) - 1, 0) ||
-	    bpf_skb_store_bytes(skb, 0, reply, sizeof(reply) - 1, 0))
-		return SERVE_DROP;
 	record(skb, SERVE_TX);
-	return SERVE_TX;
+	return reply_bytes(skb, reply, 7);
 }
 
 /* UDP source port (host order) whose datagrams drop_replies drops. */
