@@ -106,6 +106,8 @@ static struct serve_test *serve_load(void)
 	bpf_program__set_expected_attach_type(skel->progs.serve_udp, attach_udp);
 	bpf_program__set_expected_attach_type(skel->progs.not_serve,
 					      BPF_SK_SKB_STREAM_VERDICT);
+	/* read_only loads it alone, with a target */
+	bpf_program__set_autoload(skel->progs.ext_sub, false);
 	if (!ASSERT_OK(serve_test__load(skel), "serve_test__load"))
 		goto err;
 	tail_fd = bpf_program__fd(skel->progs.tail_handler);
@@ -2781,7 +2783,9 @@ out:
  * verifier refuses every way of writing it (a direct write, a helper that
  * writes or resizes the packet, a context write), which the same
  * instructions may do as a sockmap verdict program; reading it loads as
- * both.
+ * both.  An extension, which does not carry the attach type, may replace
+ * a global function of a sockmap verdict program but not of a serve
+ * program.
  */
 static void test_read_only(void)
 {
@@ -2847,6 +2851,7 @@ static void test_read_only(void)
 		{ "context write", ctx_write, ARRAY_SIZE(ctx_write), true },
 	};
 	int types[] = { attach_tcp, attach_udp, BPF_SK_SKB_STREAM_VERDICT };
+	struct serve_test *skel;
 	char name[96];
 	size_t i, t;
 	int fd;
@@ -2868,6 +2873,33 @@ static void test_read_only(void)
 			close_fd(fd);
 		}
 	}
+
+	skel = serve_load();
+	if (!skel)
+		return;
+	for (t = 0; t < 2; t++) {
+		struct bpf_program *target, *p;
+		struct serve_test *x;
+		int err;
+
+		x = serve_test__open();
+		if (!ASSERT_OK_PTR(x, "serve_test__open"))
+			break;
+		bpf_object__for_each_program(p, x->obj)
+			bpf_program__set_autoload(p, p == x->progs.ext_sub);
+		target = t ? skel->progs.not_serve : skel->progs.serve_tcp;
+		err = bpf_program__set_attach_target(x->progs.ext_sub,
+						     bpf_program__fd(target),
+						     "serve_sub");
+		if (!err)
+			err = serve_test__load(x);
+		if (t)
+			ASSERT_OK(err, "extension of a stream verdict's function");
+		else
+			ASSERT_ERR(err, "extension of a serve program's function");
+		serve_test__destroy(x);
+	}
+	serve_test__destroy(skel);
 }
 
 /* BPF_PROG_TEST_RUN: payload in, the reply and the verdict out. */

@@ -288,10 +288,23 @@ static long burn(__u32 i, void *ctx)
 	return 0;
 }
 
+/*
+ * A global function of the serve programs and of not_serve, which
+ * read_only tries to replace with ext_sub: an extension may not replace
+ * a serve program's functions, and may replace the other's.
+ */
+__noinline int serve_sub(struct __sk_buff *skb)
+{
+	return skb->len != 0;
+}
+
 static __always_inline int handle(struct __sk_buff *skb, int tcp)
 {
 	char cmd[4] = {};
 	__u32 verdict = SERVE_PASS;
+
+	if (!serve_sub(skb))
+		goto out;
 
 	/* Servers only: client sockets of the same netns receive the
 	 * replies, and answering those would loop for ever.
@@ -480,6 +493,13 @@ int enroll_udp(struct bpf_iter__udp *ctx)
 /* Loaded with a sockmap attach type: must not attach as serve. */
 SEC("sk_skb")
 int not_serve(struct __sk_buff *skb)
+{
+	return serve_sub(skb);
+}
+
+/* Loaded only by read_only, as an extension of serve_sub. */
+SEC("freplace/serve_sub")
+int ext_sub(struct __sk_buff *skb)
 {
 	return 1;
 }
