@@ -106,8 +106,9 @@ static struct serve_test *serve_load(void)
 	bpf_program__set_expected_attach_type(skel->progs.serve_udp, attach_udp);
 	bpf_program__set_expected_attach_type(skel->progs.not_serve,
 					      BPF_SK_SKB_STREAM_VERDICT);
-	/* read_only loads it alone, with a target */
+	/* read_only loads them alone */
 	bpf_program__set_autoload(skel->progs.ext_sub, false);
+	bpf_program__set_autoload(skel->progs.reply_pkt, false);
 	if (!ASSERT_OK(serve_test__load(skel), "serve_test__load"))
 		goto err;
 	tail_fd = bpf_program__fd(skel->progs.tail_handler);
@@ -2783,9 +2784,10 @@ out:
  * verifier refuses every way of writing it (a direct write, a helper that
  * writes or resizes the packet, a context write), which the same
  * instructions may do as a sockmap verdict program; reading it loads as
- * both.  An extension, which does not carry the attach type, may replace
- * a global function of a sockmap verdict program but not of a serve
- * program.
+ * both.  Nor may a packet pointer be a kfunc's buffer (the verifier
+ * checks those for writes).  An extension, which does not carry the
+ * attach type, may replace a global function of a sockmap verdict
+ * program but not of a serve program.
  */
 static void test_read_only(void)
 {
@@ -2851,7 +2853,9 @@ static void test_read_only(void)
 		{ "context write", ctx_write, ARRAY_SIZE(ctx_write), true },
 	};
 	int types[] = { attach_tcp, attach_udp, BPF_SK_SKB_STREAM_VERDICT };
+	static char log[65536];
 	struct serve_test *skel;
+	struct bpf_program *p;
 	char name[96];
 	size_t i, t;
 	int fd;
@@ -2874,11 +2878,25 @@ static void test_read_only(void)
 		}
 	}
 
+	skel = serve_test__open();
+	if (!ASSERT_OK_PTR(skel, "serve_test__open"))
+		return;
+	bpf_object__for_each_program(p, skel->obj)
+		bpf_program__set_autoload(p, p == skel->progs.reply_pkt);
+	bpf_program__set_expected_attach_type(skel->progs.reply_pkt,
+					      attach_tcp);
+	log[0] = 0;
+	bpf_program__set_log_buf(skel->progs.reply_pkt, log, sizeof(log));
+	ASSERT_ERR(serve_test__load(skel), "a packet pointer as a kfunc's buffer");
+	ASSERT_OK_PTR(strstr(log, "cannot write into a serve program's packet"),
+		      "the verifier's reason");
+	serve_test__destroy(skel);
+
 	skel = serve_load();
 	if (!skel)
 		return;
 	for (t = 0; t < 2; t++) {
-		struct bpf_program *target, *p;
+		struct bpf_program *target;
 		struct serve_test *x;
 		int err;
 

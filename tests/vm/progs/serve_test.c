@@ -497,6 +497,23 @@ int not_serve(struct __sk_buff *skb)
 	return serve_sub(skb);
 }
 
+/*
+ * Loaded only by read_only, which expects the verifier to refuse it: a
+ * packet pointer as a kfunc's buffer, which the verifier checks for
+ * writes.
+ */
+SEC("sk_skb")
+int reply_pkt(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+
+	if (data + 4 > end)
+		return SERVE_PASS;
+	bpf_serve_reply(skb, data, 4);
+	return SERVE_TX;
+}
+
 /* Loaded only by read_only, as an extension of serve_sub. */
 SEC("freplace/serve_sub")
 int ext_sub(struct __sk_buff *skb)
