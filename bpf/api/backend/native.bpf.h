@@ -78,7 +78,8 @@ static __always_inline int xps__native_rdonly(void)
 /*
  * A reply written in place on the native hook, @len bytes of @data; the
  * request itself to begin with.  data[] is twice the largest such reply:
- * only for the verifier, which bounds an offset and a length apart.
+ * only for the verifier, which bounds an offset and a length apart.  One
+ * per CPU: the native hook runs with softirqs off, its runs never nest.
  */
 struct xps__native_build {
 	__u32 len;
@@ -87,19 +88,19 @@ struct xps__native_build {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, XPS_RUN_LEVELS);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct xps__native_build);
-} xps_native_build SEC(".maps");
+} xps_nat_reply SEC(".maps");
 
 /* The run's reply in the making, the request copied in at the first write. */
 static __always_inline struct xps__native_build *
 xps__native_build(struct __sk_buff *skb, struct xps_run *run)
 {
 	struct xps__native_build *b;
-	__u32 key = run->level, n;
+	__u32 key = 0, n;
 
-	b = bpf_map_lookup_elem(&xps_native_build, &key);
+	b = bpf_map_lookup_elem(&xps_nat_reply, &key);
 	if (!b)
 		return NULL;
 	if (run->rewritten)
@@ -157,11 +158,11 @@ static __always_inline int xps__native_send(struct __sk_buff *skb,
 					    struct xps_run *run)
 {
 	struct xps__native_build *b;
-	__u32 key = run->level, n;
+	__u32 key = 0, n;
 
 	if (!xps__native_rdonly() || !run->rewritten)
 		return 0;
-	b = bpf_map_lookup_elem(&xps_native_build, &key);
+	b = bpf_map_lookup_elem(&xps_nat_reply, &key);
 	if (!b)
 		return XPS_EINVAL;
 	n = b->len;
