@@ -30,8 +30,8 @@ struct serve_test_kbuf {
 	__u8 b[SERVE_TEST_KBUF];
 };
 
-/* Where the program builds the replies it makes of the request (per CPU):
- * the program cannot write the request itself.
+/* Where the program builds the replies it makes of the request (one per
+ * CPU): the program cannot write the request itself.
  */
 struct serve_test_rbuf {
 	__u8 b[SERVE_TCP_TX_MAX];

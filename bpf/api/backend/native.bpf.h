@@ -76,13 +76,13 @@ static __always_inline int xps__native_rdonly(void)
 }
 
 /*
- * A reply written in place on the native hook, @len bytes of @data; the
- * request itself to begin with.  data[] is twice the largest such reply:
- * only for the verifier, which bounds an offset and a length apart.  One
- * per CPU: the native hook runs with softirqs off, its runs never nest.
+ * A reply written in place on the native hook, its length in the run's
+ * payload_len; the request itself to begin with.  data[] is twice the
+ * largest such reply: only for the verifier, which bounds an offset and a
+ * length apart (and 32 KiB, the most a per-CPU value may have).  One per
+ * CPU: the native hook runs with softirqs off, its runs never nest.
  */
 struct xps__native_build {
-	__u32 len;
 	__u8 data[2 * XPS_NATIVE_BUILD_MAX];
 };
 
@@ -109,7 +109,6 @@ xps__native_build(struct __sk_buff *skb, struct xps_run *run)
 	barrier_var(n);
 	if (n > XPS_NATIVE_BUILD_MAX)
 		return NULL;
-	b->len = n;
 	if (n >= 1 && bpf_skb_load_bytes(skb, run->payload_off, b->data, n))
 		return NULL;
 	run->rewritten = 1;
@@ -129,7 +128,7 @@ static __always_inline int xps__native_store(struct __sk_buff *skb,
 	/* only for the verifier: data[] is twice the largest reply */
 	if (off >= XPS_NATIVE_BUILD_MAX || len > XPS_NATIVE_BUILD_MAX)
 		return XPS_E2BIG;
-	if (off + len > b->len)
+	if (off + len > run->payload_len)
 		return XPS_EINVAL;
 	return bpf_probe_read_kernel(b->data + off, len, buf);
 }
@@ -144,7 +143,6 @@ static __always_inline int xps__native_resize(struct __sk_buff *skb,
 	b = xps__native_build(skb, run);
 	if (!b)
 		return XPS_E2BIG;
-	b->len = len;
 	run->payload_len = len;
 	return 0;
 }
@@ -165,7 +163,7 @@ static __always_inline int xps__native_send(struct __sk_buff *skb,
 	b = bpf_map_lookup_elem(&xps_nat_reply, &key);
 	if (!b)
 		return XPS_EINVAL;
-	n = b->len;
+	n = run->payload_len;
 	barrier_var(n);
 	/* only for the verifier: the writes kept n in bounds */
 	if (n < 1 || n > XPS_NATIVE_BUILD_MAX)

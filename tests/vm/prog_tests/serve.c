@@ -106,6 +106,10 @@ static struct serve_test *serve_load(void)
 	bpf_program__set_expected_attach_type(skel->progs.serve_udp, attach_udp);
 	bpf_program__set_expected_attach_type(skel->progs.not_serve,
 					      BPF_SK_SKB_STREAM_VERDICT);
+	if (!ASSERT_OK(bpf_map__set_max_entries(skel->maps.rbuf,
+						libbpf_num_possible_cpus()),
+		       "rbuf: one buffer per CPU"))
+		goto err;
 	/* read_only loads them alone */
 	bpf_program__set_autoload(skel->progs.ext_sub, false);
 	bpf_program__set_autoload(skel->progs.reply_pkt, false);

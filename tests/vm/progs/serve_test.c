@@ -97,8 +97,13 @@ struct {
 	__type(value, struct serve_test_stream);
 } stream SEC(".maps");
 
+/*
+ * One per CPU, keyed by CPU (a per-CPU value may not exceed 32 KiB): the
+ * hooks run with softirqs off, so no run interrupts another on its CPU.
+ * The test sets max_entries to the number of possible CPUs.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct serve_test_rbuf);
@@ -208,10 +213,11 @@ static __always_inline __u32 kreply(struct __sk_buff *skb, const char *cmd)
 static __always_inline __u32 reply_request(struct __sk_buff *skb,
 					   const char *head)
 {
+	__u32 cpu = bpf_get_smp_processor_id();
 	struct serve_test_rbuf *rb;
-	__u32 zero = 0, len = skb->len;
+	__u32 len = skb->len;
 
-	rb = bpf_map_lookup_elem(&rbuf, &zero);
+	rb = bpf_map_lookup_elem(&rbuf, &cpu);
 	if (!rb || len < (head ? 4 : 1) || len > SERVE_TCP_TX_MAX ||
 	    bpf_skb_load_bytes(skb, 0, rb->b, len))
 		return SERVE_PASS;
@@ -234,10 +240,11 @@ static __always_inline __u32 reply_bytes(struct __sk_buff *skb, char *buf,
 /* "BIG" k: k KiB, "BIGR" first and "END!" last, built in `rbuf`. */
 static __always_inline __u32 reply_big(struct __sk_buff *skb, __u32 k)
 {
+	__u32 cpu = bpf_get_smp_processor_id();
 	struct serve_test_rbuf *rb;
-	__u32 zero = 0, len = k * 1024;
+	__u32 len = k * 1024;
 
-	rb = bpf_map_lookup_elem(&rbuf, &zero);
+	rb = bpf_map_lookup_elem(&rbuf, &cpu);
 	if (!rb || len < 8 || len > 15 * 1024)
 		return SERVE_DROP;
 	__builtin_memcpy(rb->b, "BIGR", 4);
