@@ -177,7 +177,7 @@ struct xps_run {
 	__u8 proto;
 	__u8 family;
 	__u8 may_consume;	/* 0: the service may still owe a reply */
-	__u8 rewritten;		/* payload changed: PASS is no longer allowed */
+	__u8 rewritten;		/* reply begun (XPS__REPLY_*) */
 	__u8 active;		/* a run is under way in this entry (run_begin()) */
 	__u8 level;		/* this entry's index, below XPS_RUN_LEVELS */
 	__u8 inner;		/* entry 0: a run of level 1 is under way */

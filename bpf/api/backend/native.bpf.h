@@ -31,7 +31,7 @@ static __always_inline int xps__inplace_store(struct __sk_buff *skb,
 					      struct xps_run *run, __u32 off,
 					      const void *buf, __u32 len)
 {
-	run->rewritten = 1;
+	run->rewritten = XPS__REPLY_BUILT;
 	return bpf_skb_store_bytes(skb, run->payload_off + off, buf, len, 0);
 }
 
@@ -40,7 +40,7 @@ static __always_inline int xps__inplace_resize(struct __sk_buff *skb,
 {
 	int err;
 
-	run->rewritten = 1;
+	run->rewritten = XPS__REPLY_BUILT;
 	err = bpf_skb_change_tail(skb, run->payload_off + len, 0);
 	if (!err)
 		run->payload_len = len;
@@ -64,8 +64,10 @@ static __always_inline int xps__native_reply(struct __sk_buff *skb,
 	int err = bpf_serve_reply(skb, buf, len);
 
 	/* The request is intact either way: the handler cannot write it. */
-	if (!err)
+	if (!err) {
 		run->payload_len = len;
+		run->rewritten = XPS__REPLY_GIVEN;
+	}
 	return err;
 }
 
@@ -111,7 +113,7 @@ xps__native_build(struct __sk_buff *skb, struct xps_run *run)
 		return NULL;
 	if (n >= 1 && bpf_skb_load_bytes(skb, run->payload_off, b->data, n))
 		return NULL;
-	run->rewritten = 1;
+	run->rewritten = XPS__REPLY_BUILT;
 	return b;
 }
 
@@ -148,9 +150,11 @@ static __always_inline int xps__native_resize(struct __sk_buff *skb,
 }
 
 /*
- * Give the kernel the reply xps_store()/xps_resize() wrote, when the run
- * wrote one on a read-only hook: 0, or an error (an empty reply, the
- * kernel's refusal), after which the request, intact, is to be passed.
+ * On a read-only hook, give the kernel the reply of an XPS_TX, unless
+ * xps_reply() gave it already: what xps_store()/xps_resize() wrote, or
+ * else the request as it is (XPS_TX sends the payload as the handler left
+ * it).  0, or an error (an empty reply, the kernel's refusal), after which
+ * the request, intact, is to be passed.
  */
 static __always_inline int xps__native_send(struct __sk_buff *skb,
 					    struct xps_run *run)
@@ -158,9 +162,12 @@ static __always_inline int xps__native_send(struct __sk_buff *skb,
 	struct xps__native_build *b;
 	__u32 key = 0, n;
 
-	if (!xps__native_rdonly() || !run->rewritten)
+	if (!xps__native_rdonly() || run->rewritten == XPS__REPLY_GIVEN)
 		return 0;
-	b = bpf_map_lookup_elem(&xps_nat_reply, &key);
+	if (!run->rewritten)
+		b = xps__native_build(skb, run);
+	else
+		b = bpf_map_lookup_elem(&xps_nat_reply, &key);
 	if (!b)
 		return XPS_EINVAL;
 	n = run->payload_len;

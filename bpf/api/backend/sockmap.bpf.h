@@ -55,7 +55,7 @@ xps__reply_begin(struct __sk_buff *skb, struct xps_run *run)
 	slot->len = n;
 	if (n >= 1 && bpf_skb_load_bytes(skb, 0, slot->data, n))
 		return NULL;
-	run->rewritten = 1;
+	run->rewritten = XPS__REPLY_BUILT;
 	return slot;
 }
 

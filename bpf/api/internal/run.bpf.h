@@ -90,6 +90,10 @@ static __always_inline __u32 xps__level(void)
 
 enum xps__outcome { XPS__TX, XPS__DROP, XPS__PASS, XPS__RESET, XPS__ERROR };
 
+/* run->rewritten: how far the run's reply got */
+#define XPS__REPLY_BUILT	1	/* written in place, or in a copy */
+#define XPS__REPLY_GIVEN	2	/* given to the kernel's kfunc */
+
 /*
  * The run is over: its level's run state and scratch are free again, and
  * the run it interrupted, if any, is the CPU's current one.
