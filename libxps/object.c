@@ -111,6 +111,24 @@ static bool map_compatible(int fd, struct bpf_map *m)
 	       info.map_flags == bpf_map__map_flags(m);
 }
 
+/*
+ * A read-only native hook's reply buffers (xps_nat_reply, xps.bpf.h),
+ * keyed by CPU: one per possible CPU.  Objects built before them have
+ * none.
+ */
+static int native_reply_buffers(struct bpf_object *obj)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, "xps_nat_reply");
+	int ncpu;
+
+	if (!m)
+		return 0;
+	ncpu = libbpf_num_possible_cpus();
+	if (ncpu < 0)
+		return ncpu;
+	return bpf_map__set_max_entries(m, ncpu);
+}
+
 /* The program type and knobs of @handler (of @path) for @backend/@proto. */
 static int handler_prepare(struct bpf_object *obj, struct bpf_program *handler,
 			   const char *path, __u32 backend, __u8 proto)
@@ -146,6 +164,9 @@ static int handler_prepare(struct bpf_object *obj, struct bpf_program *handler,
 	if (backend == XPS_BACKEND_NATIVE && kernel_has_reply_kfunc()) {
 		err = set_knob(obj, "xps_reply_kfunc", 1);
 		if (err && err != -ENOENT)
+			return err;
+		err = native_reply_buffers(obj);
+		if (err)
 			return err;
 	}
 	return 0;

@@ -21,11 +21,11 @@
 #include "../internal/run.bpf.h"
 
 /*
- * The largest reply xps_store()/xps_resize() build on the native hook:
- * what bpf_skb_change_tail() could make of a clone on the kernels that
- * ran the handler on one (about 16 KiB).
+ * The largest reply XPS_TX sends on a read-only native hook when the
+ * handler wrote it in place (xps_store(), xps_resize()) or left the
+ * request as it is: the TCP hook's limit, SERVE_TCP_TX_MAX.
  */
-#define XPS_NATIVE_BUILD_MAX	16384
+#define XPS_NATIVE_BUILD_MAX	65536
 
 static __always_inline int xps__inplace_store(struct __sk_buff *skb,
 					      struct xps_run *run, __u32 off,
@@ -81,15 +81,18 @@ static __always_inline int xps__native_rdonly(void)
  * A reply written in place on the native hook, its length in the run's
  * payload_len; the request itself to begin with.  data[] is twice the
  * largest such reply: only for the verifier, which bounds an offset and a
- * length apart (and 32 KiB, the most a per-CPU value may have).  One per
- * CPU: the native hook runs with softirqs off, its runs never nest.
+ * length apart.  One per CPU, keyed by CPU (a per-CPU map's value may not
+ * exceed 32 KiB): the native hook runs with softirqs off, its runs never
+ * nest.  libxps makes it one entry per possible CPU on the native
+ * backend; a run on a CPU without one writes no reply in place (the
+ * handler passes).
  */
 struct xps__native_build {
 	__u8 data[2 * XPS_NATIVE_BUILD_MAX];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct xps__native_build);
@@ -100,7 +103,7 @@ static __always_inline struct xps__native_build *
 xps__native_build(struct __sk_buff *skb, struct xps_run *run)
 {
 	struct xps__native_build *b;
-	__u32 key = 0, n;
+	__u32 key = bpf_get_smp_processor_id(), n;
 
 	b = bpf_map_lookup_elem(&xps_nat_reply, &key);
 	if (!b)
@@ -160,7 +163,7 @@ static __always_inline int xps__native_send(struct __sk_buff *skb,
 					    struct xps_run *run)
 {
 	struct xps__native_build *b;
-	__u32 key = 0, n;
+	__u32 key = bpf_get_smp_processor_id(), n;
 
 	if (!xps__native_rdonly() || run->rewritten == XPS__REPLY_GIVEN)
 		return 0;
