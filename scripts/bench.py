@@ -375,19 +375,28 @@ def redis_preload(srv, size, n):
         raise RuntimeError("Redis preload failed: " + p.stdout[-300:])
 
 
+def warm_until(load, stats, want=0.99, rounds=20, what="the cache"):
+    """Run @load until, in one round of it, the kernel answers @want of the
+    handler's runs (@stats: the context's `xpsctl stats show` entry); a
+    NOTE if no round does."""
+    for _ in range(rounds):
+        st0 = stats()
+        load()
+        st = stats()
+        runs = st["runs"] - st0["runs"]
+        if runs and (st["tx"] - st0["tx"]) / runs >= want:
+            return
+    say("  NOTE: %s did not warm to %d%% of runs answered" % (what, 100 * want))
+
+
 def redis_service_warm(srv, size, name="bench", keyspace=1000):
     """Start the Redis service as @name and warm its cache: the filler
     learns what the handler missed from the GETs' replies, until the kernel
     answers 99% of them (the goals count GETs answered after warm-up)."""
     xpsctl("service", "redis", "--port", srv.port, "--name", name)
-    for _ in range(20):
-        st0 = xpsctl("stats", "show", name)[0]
-        redis_benchmark(srv.host, srv.port, 10, 1, 3000, size, keyspace=keyspace)
-        st = xpsctl("stats", "show", name)[0]
-        runs = st["runs"] - st0["runs"]
-        if runs and (st["tx"] - st0["tx"]) / runs >= 0.99:
-            return
-    say("  NOTE: the Redis cache did not warm to 99% of runs answered")
+    warm_until(lambda: redis_benchmark(srv.host, srv.port, 10, 1, 3000, size,
+                                       keyspace=keyspace),
+               lambda: xpsctl("stats", "show", name)[0], what="the Redis cache")
 
 
 def run_redis_pair(srv, size, clients, pipeline, n, quick):
@@ -570,14 +579,8 @@ def memcached_warm(proto, want=0.99, rounds=30):
     a second apart (services/memcached/xps-memcachedd.c), a few seconds
     for the bench's thousand keys."""
     ctx = "bench-udp" if proto == "udp" else "bench"
-    for _ in range(rounds):
-        st0 = xpsctl("stats", "show", ctx)[0]
-        kvload(SRV_IP, 17730, "memcached-" + proto, 10, 1000, 1)
-        st = xpsctl("stats", "show", ctx)[0]
-        runs = st["runs"] - st0["runs"]
-        if runs and (st["tx"] - st0["tx"]) / runs >= want:
-            return
-    say("  NOTE: the memcached cache did not warm to %d%% of runs answered" % (100 * want))
+    warm_until(lambda: kvload(SRV_IP, 17730, "memcached-" + proto, 10, 1000, 1),
+               lambda: xpsctl("stats", "show", ctx)[0], want, rounds, "the memcached cache")
 
 
 def exp_memcached(quick):

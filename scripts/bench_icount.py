@@ -365,14 +365,7 @@ def warm_until(b, load, ctx="bench", want=0.9, rounds=150):
     filler looks at a learned value again more than a second later): a
     round of @load is a fraction of a guest second, hence the many
     rounds."""
-    for _ in range(rounds):
-        st0 = b.g.xpsctl("stats", "show", ctx)[0]
-        load()
-        st = b.g.xpsctl("stats", "show", ctx)[0]
-        runs = st["runs"] - st0["runs"]
-        if runs and (st["tx"] - st0["tx"]) / runs >= want:
-            return
-    say("  NOTE: the cache did not warm to %d%% of runs answered" % (100 * want))
+    bench.warm_until(load, lambda: b.g.xpsctl("stats", "show", ctx)[0], want, rounds)
 
 
 @contextlib.contextmanager
