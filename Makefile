@@ -4,6 +4,7 @@
 # make test       every test suite (installs what it needs)
 # make demo       the main job: a service accelerated by XPS, with statistics
 # make test-debug the VM suite on the KASAN + lockdep + kmemleak kernel
+#                 (STEPS=kernel|services|step,... for a part: docs/testing.md)
 # make fuzz       the fuzzers, FUZZ_SECONDS (60) each
 # make vm-run CMD="..."   run a command on the patched kernel in QEMU
 # make bench      benchmarks (QUICK=1 for a smoke run)
@@ -276,7 +277,7 @@ fuzz: all
 
 test-debug: all tests
 	$(Q)scripts/deps.sh test
-	$(Q)scripts/vm-test.sh --debug
+	$(Q)scripts/vm-test.sh --debug $(if $(STEPS),$(STEPS),all)
 
 demo: all $(KVLOAD)
 	$(Q)scripts/deps.sh test
