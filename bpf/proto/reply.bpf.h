@@ -748,6 +748,48 @@ XPS_INLINE void xps_reply_pass(struct xps_reply *r, __u32 n)
 		r->pos = p < 0xffff ? p : 0xffff;
 }
 
+/*
+ * A short reply taken whole instead of byte by byte: @n (2-8) bytes,
+ * packed little-endian in @w (the first byte lowest, the bytes past @n
+ * zero), beginning between two replies.  Returns 1 when they are exactly
+ * one reply, leaving @r as feeding them to xps_reply_byte() would (the
+ * unit test compares the two): a Redis simple string, error or integer
+ * ("+OK\r\n", ":1\r\n") or memcached's "STORED\r\n", the acknowledgements
+ * of writes.  0, with @r untouched, for anything else: the caller feeds
+ * the bytes one at a time.
+ */
+XPS_INLINE int xps_reply_short(struct xps_reply *r, __u64 w, __u32 n)
+{
+	const __u64 ones = 0x0101010101010101ULL;
+	__u64 t, mask;
+	__u8 c;
+
+	if (n < 2 || n > 8 || r->skip || (n < 8 && (w >> (n * 8))))
+		return 0;
+	switch (r->proto) {
+	case XPS_REPLY_RESP:
+		c = (__u8)w;
+		if (r->pending || r->st != XPS_RESP_TYPE ||
+		    (c != '+' && c != '-' && c != ':') ||
+		    (__u8)(w >> ((n - 1) * 8)) != '\n')
+			return 0;
+		/* no '\n' before the last byte: a zero byte of t there */
+		t = w ^ ('\n' * ones);
+		mask = (1ULL << ((n - 1) * 8)) - 1;
+		if ((t - ones) & ~t & (0x80 * ones) & mask)
+			return 0;
+		/* '+' ... '\n' leaves the machine as it found it */
+		return 1;
+	case XPS_REPLY_MEMCACHED:
+		if (n != 8 || w != XPS__PK('S', 'T', 'O', 'R', 'E', 'D', '\r', '\n') ||
+		    r->st != XPS_MC_R_WORD || r->pos || r->flags || r->num ||
+		    r->aux || r->pending != XPS_MC_R_NONE)
+			return 0;
+		return 1;	/* a one-line reply, from and back to this state */
+	}
+	return 0;
+}
+
 /* Whether the byte @c ends a wait xps_reply_scan() said is @scan. */
 XPS_INLINE int xps_reply_scan_end(int scan, __u8 c)
 {

@@ -240,6 +240,121 @@ static void check_nats_lines(int rounds)
 	h_end();
 }
 
+/*
+ * xps_reply_short() against the byte machine: from a state reached by
+ * feeding @prefix, @n bytes taken whole must be exactly one reply, fed
+ * one at a time, and leave the same state; refused, they leave the state
+ * untouched.  Returns whether they were taken.
+ */
+static int short_vs_bytes(int proto, const char *prefix, const __u8 *b,
+			  __u32 n)
+{
+	struct xps_reply r = { .proto = (__u8)proto }, fed, before;
+	int res = XPS_RB_MORE, whole = 1, took;
+	__u64 w = 0;
+	size_t i;
+
+	for (i = 0; prefix[i]; i++) {
+		if (r.skip) {
+			r.skip--;
+			if (!r.skip)
+				xps_reply_skipped(&r);
+			continue;
+		}
+		if (xps_reply_byte(&r, (__u8)prefix[i], 0) == XPS_RB_ERR)
+			return -1;	/* not a state egress keeps */
+	}
+	for (i = 0; i < n; i++)
+		w |= (__u64)b[i] << (i * 8);
+	fed = r;
+	before = r;
+	for (i = 0; i < n; i++) {
+		if (fed.skip) {
+			whole = 0;	/* a body: not a short reply */
+			break;
+		}
+		res = xps_reply_byte(&fed, b[i], 0);
+		if (res != (i + 1 == n ? XPS_RB_DONE : XPS_RB_MORE)) {
+			whole = 0;
+			break;
+		}
+	}
+	took = xps_reply_short(&r, w, n);
+	if (took) {
+		CHECK(whole, "%.*s after \"%s\": taken as one reply, the byte machine says %d at byte %zu",
+		      (int)n, (const char *)b, prefix, res, i);
+		CHECK(!memcmp(&r, &fed, sizeof(r)), "%.*s after \"%s\": a state other than the byte machine's",
+		      (int)n, (const char *)b, prefix);
+	} else {
+		CHECK(!memcmp(&r, &before, sizeof(r)), "%.*s after \"%s\": refused, yet the state changed",
+		      (int)n, (const char *)b, prefix);
+	}
+	return took;
+}
+
+static void check_short(int rounds)
+{
+	static const char *const resp_pre[] = {
+		"", "+OK\r\n", "$3\r\nabc\r\n", ":5\r\n", "*2\r\n", "+O",
+		"$3\r\n", "*1\r\n$1\r\n",
+	};
+	static const char *const mc_pre[] = {
+		"", "STORED\r\n", "VALUE k 0 1\r\nx\r\nEND\r\n", "VALUE k 0 1\r\nx\r\n",
+		"STO", "VA 1\r\n",
+	};
+	static const char alpha[] = "+-:$*\r\nOKSTREDN 01";
+	__u8 b[8];
+	int i, k, n, taken = 0, took;
+
+	h_begin("short replies taken whole: the acknowledgements");
+	CHECK(short_vs_bytes(XPS_REPLY_RESP, "", (const __u8 *)"+OK\r\n", 5) == 1,
+	      "+OK not taken");
+	CHECK(short_vs_bytes(XPS_REPLY_RESP, ":1\r\n", (const __u8 *)":1\r\n", 4) == 1,
+	      ":1 not taken");
+	CHECK(short_vs_bytes(XPS_REPLY_RESP, "", (const __u8 *)"-ERR x\r\n", 8) == 1,
+	      "-ERR x not taken");
+	CHECK(short_vs_bytes(XPS_REPLY_MEMCACHED, "", (const __u8 *)"STORED\r\n", 8) == 1,
+	      "STORED not taken");
+	CHECK(short_vs_bytes(XPS_REPLY_MEMCACHED, "STORED\r\n", (const __u8 *)"STORED\r\n", 8) == 1,
+	      "a second STORED not taken");
+	CHECK(short_vs_bytes(XPS_REPLY_RESP, "+O", (const __u8 *)"+OK\r\n", 5) == 0,
+	      "taken inside a reply");
+	CHECK(short_vs_bytes(XPS_REPLY_RESP, "", (const __u8 *)"+\n+\n", 4) == 0,
+	      "two replies taken as one");
+	CHECK(short_vs_bytes(XPS_REPLY_RESP, "*2\r\n", (const __u8 *)"+OK\r\n", 5) == 0,
+	      "an array's element taken as a reply");
+	CHECK(short_vs_bytes(XPS_REPLY_MEMCACHED, "VALUE k 0 1\r\nx\r\n",
+			     (const __u8 *)"STORED\r\n", 8) == 0,
+	      "taken inside a get block");
+	h_end();
+
+	h_begin("short replies taken whole: random bytes, against the byte machine");
+	for (i = 0; i < rounds; i++) {
+		int mc = i & 1;
+		const char *pre = mc ? mc_pre[rng() % (sizeof(mc_pre) / sizeof(mc_pre[0]))]
+				     : resp_pre[rng() % (sizeof(resp_pre) / sizeof(resp_pre[0]))];
+
+		n = 2 + (int)(rng() % 7);
+		for (k = 0; k < n; k++)
+			b[k] = (__u8)alpha[rng() % (sizeof(alpha) - 1)];
+		/* half the time, a reply's shape: first byte a type, last '\n' */
+		if (!mc && (rng() & 1)) {
+			b[0] = "+-:"[rng() % 3];
+			b[n - 1] = '\n';
+		}
+		if (mc && !(rng() % 8)) {
+			memcpy(b, "STORED\r\n", 8);
+			n = 8;
+		}
+		took = short_vs_bytes(mc ? XPS_REPLY_MEMCACHED : XPS_REPLY_RESP,
+				      pre, b, (__u32)n);
+		taken += took > 0;
+	}
+	/* the random shapes must reach the fast path often */
+	CHECK(taken > rounds / 20, "only %d of %d taken whole", taken, rounds);
+	h_end();
+}
+
 int main(void)
 {
 	/* Redis */
@@ -390,5 +505,6 @@ int main(void)
 	check_err("nats: payload beyond the server's limit", XPS_REPLY_NATS,
 		  "MSG a 1 99999999999\r\n", 0);
 	check_nats_lines(200000);
+	check_short(200000);
 	return h_summary("reply framing");
 }
