@@ -277,7 +277,7 @@ fuzz: all
 
 test-debug: all tests
 	$(Q)scripts/deps.sh test
-	$(Q)scripts/vm-test.sh --debug $(if $(STEPS),$(STEPS),all)
+	$(Q)scripts/vm-test.sh --debug $(STEPS)
 
 demo: all $(KVLOAD)
 	$(Q)scripts/deps.sh test
